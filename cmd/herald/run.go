@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/handlers"
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/sinks"
+	"github.com/herald-k8s/herald/sinks/stdout"
+	"github.com/herald-k8s/herald/sinks/webhook"
+	"github.com/herald-k8s/herald/watcher"
+)
+
+// shutdownGrace bounds how long queued notifications may take to go out
+// after herald is told to stop.
+const shutdownGrace = 10 * time.Second
+
+func cmdRun(ctx context.Context, args []string, out, errOut io.Writer) int {
+	fs := flag.NewFlagSet("herald run", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	configPath := fs.String("config", "", "path of the configuration file (required)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
+	logFormat := fs.String("log-format", "json", "log format: json or text")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	logger, err := newLogger(errOut, *logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintln(errOut, "herald run:", err)
+		return 2
+	}
+	// Everything that can be checked offline is checked before herald
+	// connects to anything: a bad config never half-starts.
+	cfg, ruleSet, err := loadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintln(errOut, err)
+		return 1
+	}
+	sinkList, err := buildSinks(cfg, out)
+	if err != nil {
+		fmt.Fprintln(errOut, err)
+		return 1
+	}
+	klog.SetSlogLogger(logger) // client-go logs through the same handler
+
+	restCfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		logger.Error("no Kubernetes client configuration", "error", err)
+		return 1
+	}
+	restCfg.UserAgent = "herald/" + version
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		logger.Error("creating the Kubernetes client", "error", err)
+		return 1
+	}
+
+	w := watcher.New(client, 0, logger)
+	dispatcher := sinks.NewDispatcher(logger, sinkList...)
+	ctrl, err := handlers.New(handlers.Options{
+		Watcher:    w,
+		Rules:      ruleSet,
+		Incidents:  incident.NewTracker(time.Now),
+		Dispatcher: dispatcher,
+		Workers:    cfg.Workers,
+		Logger:     logger,
+	})
+	if err != nil {
+		logger.Error("setting up watches", "error", err)
+		return 1
+	}
+	logger.Info("herald starting", "version", version, "config", cfg.File(), "kinds", ruleSet.Kinds(), "sinks", len(sinkList))
+	w.Start(ctx)
+
+	// The sinks outlive ctx by up to shutdownGrace, so that what the last
+	// reconciles queued is still sent after SIGTERM.
+	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSinks()
+	var wg sync.WaitGroup
+	wg.Go(func() { dispatcher.Run(sinkCtx) })
+	runErr := ctrl.Run(ctx)
+	dispatcher.Close()
+	grace := time.AfterFunc(shutdownGrace, stopSinks)
+	wg.Wait()
+	grace.Stop()
+	w.Shutdown()
+	if runErr != nil {
+		logger.Error("herald stopped with an error", "error", runErr)
+		return 1
+	}
+	logger.Info("herald stopped")
+	return 0
+}
+
+// loadConfig loads the file and compiles its rules: every error found,
+// each with its file:line:col.
+func loadConfig(path string) (*config.Config, *rules.Set, error) {
+	if path == "" {
+		return nil, nil, fmt.Errorf("herald: --config is required")
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := rules.Compile(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, set, nil
+}
+
+func buildSinks(cfg *config.Config, out io.Writer) ([]sinks.Sink, error) {
+	var list []sinks.Sink
+	for _, sc := range cfg.Sinks {
+		switch {
+		case sc.Webhook != nil:
+			s, err := webhook.New(webhook.Options{
+				Name: sc.Name, URL: sc.Webhook.URL, Timeout: sc.Webhook.Timeout,
+				Headers: sc.Webhook.Headers, UserAgent: "herald/" + version,
+			})
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, s)
+		case sc.Stdout != nil:
+			list = append(list, stdout.New(sc.Name, sc.Stdout.Format, out))
+		}
+	}
+	return list, nil
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be json or text, got %q", format)
+}
+
+// cmdValidate checks a configuration without connecting to anything.
+func cmdValidate(args []string, out, errOut io.Writer) int {
+	fs := flag.NewFlagSet("herald validate", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	configPath := fs.String("config", "", "path of the configuration file")
+	fs.StringVar(configPath, "f", "", "shorthand for --config")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if _, _, err := loadConfig(*configPath); err != nil {
+		fmt.Fprintln(errOut, err)
+		return 1
+	}
+	fmt.Fprintf(out, "%s: OK\n", *configPath)
+	return 0
+}

@@ -1,0 +1,101 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestLoadGood(t *testing.T) {
+	cfg, err := Load("testdata/good.yaml")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if cfg.Workers != 2 {
+		t.Errorf("Workers = %d, want 2", cfg.Workers)
+	}
+	r := cfg.Rules[0]
+	if r.Name != "pod-crashloop" || r.Kind != "Pod" || r.Detector != "crashloop" || r.Severity != "critical" {
+		t.Errorf("rule decoded wrong: %+v", r)
+	}
+	if got := r.Namespaces.Exclude; len(got) != 1 || got[0] != "kube-system" {
+		t.Errorf("namespaces.exclude = %v", got)
+	}
+	if w := cfg.Sinks[0].Webhook; w == nil || w.URL != "https://hooks.example.com/herald" || w.Timeout != 5*time.Second {
+		t.Errorf("webhook decoded wrong: %+v", w)
+	}
+	if s := cfg.Sinks[1]; s.Type() != "stdout" || s.Stdout.Format != DefaultStdoutFormat {
+		t.Errorf("stdout sink decoded wrong: %+v", s)
+	}
+	if err := cfg.ErrorAt("rules[0].detector", "no such detector"); err.Error() != "testdata/good.yaml:5:15: rules[0].detector: no such detector" {
+		t.Errorf("ErrorAt = %q", err)
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	cfg, err := Parse("inline.yaml", []byte("rules: [{name: r, kind: Pod, detector: crashloop, sinks: [h]}]\nsinks: [{name: h, webhook: {url: 'http://x'}}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Workers != DefaultWorkers || cfg.Rules[0].Severity != DefaultSeverity || cfg.Sinks[0].Webhook.Timeout != DefaultWebhookTimeout {
+		t.Errorf("defaults not applied: %+v", cfg)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"unknown-key.yaml", []string{
+			`testdata/unknown-key.yaml:6:5: rules[0].sevrity: unknown field "sevrity"; valid fields here: name, kind, apiVersion, detector, severity, namespaces, sinks`,
+		}},
+		{"wrong-type.yaml", []string{
+			`testdata/wrong-type.yaml:1:10: workers: expected an integer, got string "four"`,
+		}},
+		{"missing-sink.yaml", []string{
+			`testdata/missing-sink.yaml:5:18: rules[0].sinks[1]: unknown sink "pager"; defined sinks: ops`,
+		}},
+		{"bad-url.yaml", []string{
+			`testdata/bad-url.yaml:9:12: sinks[0].webhook.url: URL must start with http:// or https://`,
+		}},
+		{"bad-duration.yaml", []string{
+			`testdata/bad-duration.yaml:10:16: sinks[0].webhook.timeout: invalid duration "10 seconds": use a positive number with a unit, such as 30s or 5m`,
+		}},
+		{"syntax.yaml", []string{
+			// yaml.v3 reports the line where the enclosing block starts and
+			// no column; that is the best position the parser gives.
+			`testdata/syntax.yaml:1:1: YAML syntax error: did not find expected '-' indicator`,
+		}},
+		{"empty.yaml", []string{
+			`testdata/empty.yaml:1:1: the file is empty: it needs at least rules and sinks (see examples/)`,
+		}},
+		{"many-errors.yaml", []string{
+			`testdata/many-errors.yaml:2:11: rules[0].name: "Pod_Crash" is not a valid name: use lower-case letters, digits and '-'`,
+			`testdata/many-errors.yaml:5:15: rules[0].severity: must be one of info, warning, critical; got "urgent"`,
+			`testdata/many-errors.yaml:6:13: rules[0].sinks[0]: unknown sink "nowhere"; defined sinks: a`,
+			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs a kind, e.g. kind: Pod`,
+			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs at least one sink in sinks:`,
+			`testdata/many-errors.yaml:11:5: sinks[0]: a sink needs exactly one of: webhook, stdout`,
+			`testdata/many-errors.yaml:12:11: sinks[1].name: sink name "a" is used twice`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			_, err := Load(filepath.Join("testdata", tt.file))
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("Load error = %v (%T), want config.Errors", err, err)
+			}
+			if len(errs) != len(tt.want) {
+				t.Fatalf("got %d errors, want %d:\n%v", len(errs), len(tt.want), errs)
+			}
+			for i, e := range errs {
+				if e.Error() != tt.want[i] {
+					t.Errorf("error %d:\n got  %s\n want %s", i, e, tt.want[i])
+				}
+			}
+		})
+	}
+}

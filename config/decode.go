@@ -1,0 +1,230 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Pos is a 1-based line and column in the configuration file.
+type Pos struct{ Line, Col int }
+
+// positions maps a path ("rules[0].sinks[1]") to where its value starts.
+type positions map[string]Pos
+
+// nearest returns the position of path, or of its closest recorded parent.
+func (p positions) nearest(path string) Pos {
+	for {
+		if pos, ok := p[path]; ok {
+			return pos
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	if pos, ok := p[""]; ok {
+		return pos
+	}
+	return Pos{Line: 1, Col: 1}
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// decodeDocument parses data as one YAML document and decodes it into out
+// field by field, rejecting unknown keys and recording every position.
+// yaml.v3's own strict mode stops at the first problem and reports no
+// column, which is why the walk is done here.
+func decodeDocument(file string, data []byte, out any, pos positions, errs *Errors) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		line, msg := 1, err.Error()
+		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		*errs = append(*errs, &Error{File: file, Line: line, Col: 1, Msg: "YAML syntax error: " + msg})
+		return
+	}
+	if len(root.Content) == 0 {
+		*errs = append(*errs, &Error{File: file, Line: 1, Col: 1, Msg: "the file is empty: it needs at least rules and sinks (see examples/)"})
+		return
+	}
+	d := &decoder{file: file, pos: pos, errs: errs}
+	d.decode(root.Content[0], reflect.ValueOf(out).Elem(), "")
+}
+
+type decoder struct {
+	file string
+	pos  positions
+	errs *Errors
+}
+
+func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
+	*d.errs = append(*d.errs, &Error{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	d.pos[path] = Pos{Line: n.Line, Col: n.Column}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an empty value leaves the default
+	}
+	switch {
+	case v.Type() == durationType:
+		d.decodeDuration(n, v, path)
+		return
+	case v.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, v.Elem(), path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		d.decodeStruct(n, v, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(n, path, "expected a list, got %s", describe(n))
+			return
+		}
+		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
+		for i, item := range n.Content {
+			d.decode(item, v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.Map:
+		d.decodeMap(n, v, path)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			d.fail(n, path, "expected a string, got %s", describe(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Int:
+		var i int
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
+			d.fail(n, path, "expected an integer, got %s", describe(n))
+			return
+		}
+		v.SetInt(int64(i))
+	case reflect.Bool:
+		var b bool
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
+			d.fail(n, path, "expected true or false, got %s", describe(n))
+			return
+		}
+		v.SetBool(b)
+	default:
+		panic(fmt.Sprintf("config: no decoder for %s at %s", v.Type(), path))
+	}
+}
+
+func (d *decoder) decodeDuration(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, path, "expected a duration such as 30s or 5m, got %s", describe(n))
+		return
+	}
+	dur, err := time.ParseDuration(n.Value)
+	if err != nil || dur < 0 {
+		d.fail(n, path, "invalid duration %q: use a positive number with a unit, such as 30s or 5m", n.Value)
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	fields := map[string]int{}
+	var names []string
+	for i := range v.NumField() {
+		tag := v.Type().Field(i).Tag.Get("yaml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		fields[tag] = i
+		names = append(names, tag)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		sub := join(path, key.Value)
+		idx, ok := fields[key.Value]
+		if !ok {
+			d.fail(key, sub, "unknown field %q; valid fields here: %s", key.Value, strings.Join(names, ", "))
+			continue
+		}
+		if seen[key.Value] {
+			d.fail(key, sub, "field %q is set twice", key.Value)
+			continue
+		}
+		seen[key.Value] = true
+		d.decode(val, v.Field(idx), sub)
+	}
+}
+
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		sub := join(path, key.Value)
+		if m.MapIndex(reflect.ValueOf(key.Value)).IsValid() {
+			d.fail(key, sub, "key %q is set twice", key.Value)
+			continue
+		}
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, elem, sub)
+		m.SetMapIndex(reflect.ValueOf(key.Value), elem)
+	}
+	v.Set(m)
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// describe names what the user wrote, for "expected X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	kinds := map[string]string{"!!int": "integer", "!!bool": "boolean", "!!float": "number", "!!str": "string"}
+	if k, ok := kinds[n.Tag]; ok {
+		return fmt.Sprintf("%s %q", k, n.Value)
+	}
+	return strconv.Quote(n.Value)
+}
+
+// sortedKeys is used for stable "known values" lists in messages.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

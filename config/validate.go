@@ -1,0 +1,125 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// nameRE keeps rule and sink names usable as metric labels and in
+// fingerprints.
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+var severities = map[string]bool{"info": true, "warning": true, "critical": true}
+
+// validate checks what the types alone cannot. What belongs to other
+// packages (which detectors exist for a kind) is checked where it is
+// compiled, through ErrorAt.
+func (c *Config) validate() Errors {
+	var errs Errors
+	add := func(path, format string, args ...any) { errs = append(errs, c.ErrorAt(path, format, args...)) }
+
+	if c.Workers < 1 || c.Workers > 256 {
+		add("workers", "must be between 1 and 256, got %d", c.Workers)
+	}
+
+	sinkNames := map[string]bool{}
+	for i, s := range c.Sinks {
+		p := fmt.Sprintf("sinks[%d]", i)
+		switch {
+		case s.Name == "":
+			add(p, "a sink needs a name")
+		case !nameRE.MatchString(s.Name):
+			add(p+".name", "%q is not a valid name: use lower-case letters, digits and '-'", s.Name)
+		case sinkNames[s.Name]:
+			add(p+".name", "sink name %q is used twice", s.Name)
+		}
+		if s.Name != "" {
+			sinkNames[s.Name] = true
+		}
+		types := 0
+		for _, set := range []bool{s.Webhook != nil, s.Stdout != nil} {
+			if set {
+				types++
+			}
+		}
+		if types != 1 {
+			add(p, "a sink needs exactly one of: webhook, stdout")
+		}
+		if s.Webhook != nil {
+			validateURL(p+".webhook.url", s.Webhook.URL, add)
+		}
+		if s.Stdout != nil && s.Stdout.Format != "text" && s.Stdout.Format != "json" {
+			add(p+".stdout.format", "must be text or json, got %q", s.Stdout.Format)
+		}
+	}
+
+	if len(c.Rules) == 0 {
+		add("rules", "at least one rule is needed")
+	}
+	ruleNames := map[string]bool{}
+	for i, r := range c.Rules {
+		p := fmt.Sprintf("rules[%d]", i)
+		switch {
+		case r.Name == "":
+			add(p, "a rule needs a name")
+		case !nameRE.MatchString(r.Name):
+			add(p+".name", "%q is not a valid name: use lower-case letters, digits and '-'", r.Name)
+		case ruleNames[r.Name]:
+			add(p+".name", "rule name %q is used twice", r.Name)
+		}
+		if r.Name != "" {
+			ruleNames[r.Name] = true
+		}
+		if r.Kind == "" {
+			add(p, "a rule needs a kind, e.g. kind: Pod")
+		}
+		if r.Detector == "" {
+			add(p, "a rule needs a detector, e.g. detector: crashloop")
+		}
+		if !severities[r.Severity] {
+			add(p+".severity", "must be one of info, warning, critical; got %q", r.Severity)
+		}
+		for j, ns := range append(append([]string{}, r.Namespaces.Include...), r.Namespaces.Exclude...) {
+			if _, err := path.Match(ns, ""); err != nil {
+				field := "include"
+				k := j
+				if j >= len(r.Namespaces.Include) {
+					field, k = "exclude", j-len(r.Namespaces.Include)
+				}
+				add(fmt.Sprintf("%s.namespaces.%s[%d]", p, field, k), "bad namespace pattern %q: %v", ns, err)
+			}
+		}
+		if len(r.Sinks) == 0 {
+			add(p, "a rule needs at least one sink in sinks:")
+		}
+		for j, name := range r.Sinks {
+			if !sinkNames[name] {
+				add(fmt.Sprintf("%s.sinks[%d]", p, j), "unknown sink %q; defined sinks: %s", name, strings.Join(sortedKeys(sinkNames), ", "))
+			}
+		}
+	}
+	return errs
+}
+
+func validateURL(p, raw string, add func(string, string, ...any)) {
+	if raw == "" {
+		add(p, "a webhook needs a url")
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse repeats the whole URL, which may hold a token.
+		add(p, "not a valid URL: check for spaces or stray characters")
+		return
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		add(p, "URL must start with http:// or https://")
+		return
+	}
+	if u.Host == "" {
+		add(p, "URL has no host")
+	}
+}

@@ -1,0 +1,100 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// Versions of the control plane herald is tested against. They must match
+// internal/testenv/tools/go.mod.
+const (
+	KubeVersion = "v1.36.3"
+	EtcdVersion = "v3.6.8"
+)
+
+// Binaries are the paths of the control-plane programs.
+type Binaries struct {
+	KubeAPIServer string
+	Etcd          string
+}
+
+// sourceDir is this package's directory, known at compile time; the tools
+// module and the default cache sit relative to it.
+func sourceDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// CacheDir is where built binaries live: $HERALD_CACHE_DIR, or .cache at
+// the top of the repository (git-ignored).
+func CacheDir() string {
+	if d := os.Getenv("HERALD_CACHE_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(sourceDir(), "..", "..", ".cache")
+}
+
+// EnsureBinaries returns the control-plane binaries, building any that are
+// missing from the Go module proxy first. logf gets progress lines, since a
+// cold build takes minutes. Concurrent callers, in this process or others,
+// serialise on a file lock, and each binary is built to a temporary name
+// and renamed, so a reader never sees half a file.
+func EnsureBinaries(ctx context.Context, logf func(format string, args ...any)) (Binaries, error) {
+	binDir := filepath.Join(CacheDir(), "bin")
+	bins := Binaries{
+		KubeAPIServer: filepath.Join(binDir, "kube-apiserver-"+KubeVersion),
+		Etcd:          filepath.Join(binDir, "etcd-"+EtcdVersion),
+	}
+	if exists(bins.KubeAPIServer) && exists(bins.Etcd) {
+		return bins, nil
+	}
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return bins, err
+	}
+	lock, err := os.OpenFile(filepath.Join(binDir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return bins, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return bins, fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+
+	toolsDir := filepath.Join(sourceDir(), "tools")
+	for _, b := range []struct{ pkg, out string }{
+		{"go.etcd.io/etcd/server/v3", bins.Etcd},
+		{"k8s.io/kubernetes/cmd/kube-apiserver", bins.KubeAPIServer},
+	} {
+		if exists(b.out) { // built by whoever held the lock before us
+			continue
+		}
+		logf("testenv: building %s into %s (the first build takes several minutes on 2 cores)", b.pkg, binDir)
+		start := time.Now()
+		tmp := fmt.Sprintf("%s.tmp-%d", b.out, os.Getpid())
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, b.pkg)
+		cmd.Dir = toolsDir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			os.Remove(tmp)
+			return bins, fmt.Errorf("building %s in %s: %w\n%s", b.pkg, toolsDir, err, out)
+		}
+		if err := os.Rename(tmp, b.out); err != nil {
+			return bins, err
+		}
+		logf("testenv: built %s in %s", filepath.Base(b.out), time.Since(start).Round(time.Second))
+	}
+	return bins, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist)
+}

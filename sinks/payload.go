@@ -1,0 +1,67 @@
+package sinks
+
+import (
+	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
+)
+
+// PayloadVersion is the schema version of Payload; docs/payload.md
+// documents it. Add fields freely; renaming or removing one needs a new
+// version.
+const PayloadVersion = "herald.v1"
+
+// Payload is the JSON document webhooks (and later NATS) receive.
+type Payload struct {
+	Version string `json:"version"`
+	// ID is the idempotency key: the same notification delivered twice
+	// has the same ID.
+	ID         string            `json:"id"`
+	Transition string            `json:"transition"`
+	Seq        int               `json:"seq"`
+	Time       time.Time         `json:"time"`
+	Incident   PayloadIncident   `json:"incident"`
+	Object     PayloadObject     `json:"object"`
+	Container  string            `json:"container,omitempty"`
+	Title      string            `json:"title"`
+	Text       string            `json:"text"`
+	Facts      map[string]string `json:"facts,omitempty"`
+}
+
+// PayloadIncident identifies the incident.
+type PayloadIncident struct {
+	Fingerprint string    `json:"fingerprint"`
+	Rule        string    `json:"rule"`
+	Severity    string    `json:"severity"`
+	Reason      string    `json:"reason"`
+	FirstSeen   time.Time `json:"firstSeen"`
+}
+
+// PayloadObject names the Kubernetes object.
+type PayloadObject struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// NewPayload builds the payload of n.
+func NewPayload(n incident.Notification) Payload {
+	inc := n.Incident
+	return Payload{
+		Version:    PayloadVersion,
+		ID:         n.ID(),
+		Transition: string(n.Transition),
+		Seq:        n.Seq,
+		Time:       n.Time.UTC(),
+		Incident: PayloadIncident{
+			Fingerprint: inc.Fingerprint, Rule: inc.Rule, Severity: inc.Severity,
+			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(),
+		},
+		Object:    PayloadObject{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name, UID: inc.Object.UID},
+		Container: inc.Container,
+		Title:     inc.Title,
+		Text:      inc.Text,
+		Facts:     inc.Facts,
+	}
+}

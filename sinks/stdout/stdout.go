@@ -1,0 +1,61 @@
+// Package stdout prints one line per notification, for the demo, local
+// trials and log-based pipelines.
+package stdout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/sinks"
+)
+
+// Sink writes to an io.Writer.
+type Sink struct {
+	name string
+	json bool
+
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// New makes a stdout sink writing to w; format is "text" or "json".
+func New(name, format string, w io.Writer) *Sink {
+	return &Sink{name: name, json: format == "json", w: w}
+}
+
+// Name implements sinks.Sink.
+func (s *Sink) Name() string { return s.name }
+
+// Send implements sinks.Sink.
+func (s *Sink) Send(_ context.Context, n incident.Notification) error {
+	var line string
+	if s.json {
+		b, err := json.Marshal(sinks.NewPayload(n))
+		if err != nil {
+			return err
+		}
+		line = string(b)
+	} else {
+		line = Format(n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := fmt.Fprintln(s.w, line)
+	return err
+}
+
+// Format renders n as one readable line.
+func Format(n incident.Notification) string {
+	text := n.Incident.Text
+	if n.Transition == incident.Resolved {
+		text = "resolved: " + n.Incident.Title
+	}
+	return fmt.Sprintf("%s %-8s %-8s %s  [rule=%s id=%s]",
+		n.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(n.Transition)), n.Incident.Severity, text, n.Incident.Rule, n.ID())
+}
