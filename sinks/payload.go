@@ -30,6 +30,7 @@ type Payload struct {
 
 // PayloadIncident identifies the incident.
 type PayloadIncident struct {
+	ID          string    `json:"id"`
 	Fingerprint string    `json:"fingerprint"`
 	Rule        string    `json:"rule"`
 	Severity    string    `json:"severity"`
@@ -55,7 +56,7 @@ func NewPayload(n incident.Notification) Payload {
 		Seq:        n.Seq,
 		Time:       n.Time.UTC(),
 		Incident: PayloadIncident{
-			Fingerprint: inc.Fingerprint, Rule: inc.Rule, Severity: inc.Severity,
+			ID: inc.ID, Fingerprint: inc.Fingerprint, Rule: inc.Rule, Severity: inc.Severity,
 			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(),
 		},
 		Object:    PayloadObject{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name, UID: inc.Object.UID},

@@ -24,20 +24,36 @@ Usage:
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli{stdout: os.Stdout, stderr: os.Stderr, routeKlog: true}.run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
 
-// runMain dispatches a subcommand and returns the process exit code.
+// cli is one invocation's surroundings.
+type cli struct {
+	stdout, stderr io.Writer
+	// routeKlog sends client-go's klog output through herald's logger.
+	// klog's logger is process-wide, so only main sets it: tests that run
+	// herald in-process beside their own clients leave it alone.
+	routeKlog bool
+}
+
+// runMain runs a subcommand as tests do, without touching process-wide
+// state.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return cli{stdout: stdout, stderr: stderr}.run(ctx, args)
+}
+
+// run dispatches a subcommand and returns the process exit code.
+func (c cli) run(ctx context.Context, args []string) int {
+	stdout, stderr := c.stdout, c.stderr
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
 	case "run":
-		return cmdRun(ctx, args[1:], stdout, stderr)
+		return c.cmdRun(ctx, args[1:])
 	case "validate":
 		return cmdValidate(args[1:], stdout, stderr)
 	case "version", "--version":

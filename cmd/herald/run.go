@@ -27,7 +27,8 @@ import (
 // after herald is told to stop.
 const shutdownGrace = 10 * time.Second
 
-func cmdRun(ctx context.Context, args []string, out, errOut io.Writer) int {
+func (c cli) cmdRun(ctx context.Context, args []string) int {
+	out, errOut := c.stdout, c.stderr
 	fs := flag.NewFlagSet("herald run", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	configPath := fs.String("config", "", "path of the configuration file (required)")
@@ -54,7 +55,9 @@ func cmdRun(ctx context.Context, args []string, out, errOut io.Writer) int {
 		fmt.Fprintln(errOut, err)
 		return 1
 	}
-	klog.SetSlogLogger(logger) // client-go logs through the same handler
+	if c.routeKlog {
+		klog.SetSlogLogger(logger) // client-go logs through the same handler
+	}
 
 	restCfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {

@@ -26,6 +26,11 @@ const (
 // Incident is one problem on one object (and container), from first sight
 // until it is over.
 type Incident struct {
+	// ID names this occurrence of the problem: the fingerprint and when it
+	// was first seen. A problem that resolves and comes back later is a
+	// new incident with a new ID, so receivers that drop redeliveries by
+	// ID never drop its notifications.
+	ID          string
 	Fingerprint string
 	Rule        string
 	Severity    string
@@ -51,9 +56,10 @@ type Notification struct {
 	Time time.Time
 }
 
-// ID is the idempotency key receivers use to drop redeliveries.
+// ID is the idempotency key receivers use to drop redeliveries: the same
+// notification sent twice has the same ID, two different ones never do.
 func (n Notification) ID() string {
-	return n.Incident.Fingerprint + "-" + strconv.Itoa(n.Seq)
+	return n.Incident.ID + "-" + strconv.Itoa(n.Seq)
 }
 
 // Fingerprint identifies the incident a finding belongs to. It is stable
@@ -100,6 +106,7 @@ func (t *Tracker) Reconcile(object string, findings []rules.Finding) []Notificat
 			continue
 		}
 		inc := &Incident{
+			ID:          fp + "-" + strconv.FormatInt(now.UnixMilli(), 36),
 			Fingerprint: fp, Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
 			Object: f.Object, Container: f.Container, Facts: maps.Clone(f.Facts),
 			Title: f.Title, Text: f.Text, Sinks: f.Sinks,

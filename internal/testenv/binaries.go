@@ -47,7 +47,10 @@ func CacheDir() string {
 // serialise on a file lock, and each binary is built to a temporary name
 // and renamed, so a reader never sees half a file.
 func EnsureBinaries(ctx context.Context, logf func(format string, args ...any)) (Binaries, error) {
-	binDir := filepath.Join(CacheDir(), "bin")
+	return ensureBinariesIn(ctx, filepath.Join(CacheDir(), "bin"), logf)
+}
+
+func ensureBinariesIn(ctx context.Context, binDir string, logf func(format string, args ...any)) (Binaries, error) {
 	bins := Binaries{
 		KubeAPIServer: filepath.Join(binDir, "kube-apiserver-"+KubeVersion),
 		Etcd:          filepath.Join(binDir, "etcd-"+EtcdVersion),
@@ -69,9 +72,13 @@ func EnsureBinaries(ctx context.Context, logf func(format string, args ...any)) 
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
 
 	toolsDir := filepath.Join(sourceDir(), "tools")
-	for _, b := range []struct{ pkg, out string }{
-		{"go.etcd.io/etcd/server/v3", bins.Etcd},
-		{"k8s.io/kubernetes/cmd/kube-apiserver", bins.KubeAPIServer},
+	// Kubernetes' release builds stamp the version in; without it the
+	// server reports v0.0.0-master to clients.
+	kubeLDFlags := "-X k8s.io/component-base/version.gitVersion=" + KubeVersion +
+		" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+	for _, b := range []struct{ pkg, out, ldflags string }{
+		{"go.etcd.io/etcd/server/v3", bins.Etcd, ""},
+		{"k8s.io/kubernetes/cmd/kube-apiserver", bins.KubeAPIServer, kubeLDFlags},
 	} {
 		if exists(b.out) { // built by whoever held the lock before us
 			continue
@@ -79,7 +86,7 @@ func EnsureBinaries(ctx context.Context, logf func(format string, args ...any)) 
 		logf("testenv: building %s into %s (the first build takes several minutes on 2 cores)", b.pkg, binDir)
 		start := time.Now()
 		tmp := fmt.Sprintf("%s.tmp-%d", b.out, os.Getpid())
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, b.pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-ldflags="+b.ldflags, "-o", tmp, b.pkg)
 		cmd.Dir = toolsDir
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestRunBadConfigExitsBeforeConnecting points herald at a listener that
+// counts connections: a bad config must exit 1 with the positioned error
+// and never dial the API server.
+func TestRunBadConfigExitsBeforeConnecting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Close()
+		}
+	}()
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	os.WriteFile(kc, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://%s"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, ln.Addr())), 0o600)
+
+	tests := []struct{ file, want string }{
+		{"../../config/testdata/missing-sink.yaml", `missing-sink.yaml:5:18: rules[0].sinks[1]: unknown sink "pager"`},
+		{"../../config/testdata/unknown-key.yaml", `unknown-key.yaml:6:5: rules[0].sevrity: unknown field "sevrity"`},
+		{"testdata/unknown-detector.yaml", `unknown-detector.yaml:4:15: rules[0].detector: unknown detector "crashlop" for kind Pod; available: crashloop`},
+		{"testdata/does-not-exist.yaml", `no such file or directory`},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.file), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runMain(context.Background(), []string{"run", "--config", tt.file, "--kubeconfig", kc}, &stdout, &stderr)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.want)
+			}
+			if n := conns.Load(); n != 0 {
+				t.Errorf("herald made %d connections to the API server with a bad config", n)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"validate", "-f", "../../examples/demo.yaml"}, &stdout, &stderr); code != 0 {
+		t.Errorf("validate examples/demo.yaml: exit %d: %s", code, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := runMain(context.Background(), []string{"validate", "-f", "testdata/unknown-detector.yaml"}, &stdout, &stderr); code != 1 {
+		t.Errorf("validate of a bad file: exit %d, want 1", code)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var stdout bytes.Buffer
+	if code := runMain(context.Background(), []string{"version"}, &stdout, &stdout); code != 0 || stdout.String() != "herald dev\n" {
+		t.Errorf("version: exit %d, output %q", code, stdout.String())
+	}
+}

@@ -1,0 +1,108 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// pgrep lists the pids whose command line contains pattern.
+func pgrep(t *testing.T, pattern string) []string {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-f", pattern).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+			return nil // no match
+		}
+		t.Fatalf("pgrep: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestStartServesAndStopLeavesNoProcesses(t *testing.T) {
+	dir := t.TempDir()
+	env, err := Start(context.Background(), Options{Logf: t.Logf, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pgrep(t, dir); len(got) != 2 {
+		t.Errorf("pgrep %s while running: %v, want etcd and kube-apiserver", dir, got)
+	}
+	client, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := client.Discovery().ServerVersion()
+	if err != nil || v.GitVersion != KubeVersion {
+		t.Errorf("server version %v, %v; want %s", v, err, KubeVersion)
+	}
+	env.Stop()
+	env.Stop() // safe twice
+	if got := pgrep(t, dir); len(got) != 0 {
+		t.Errorf("processes left after Stop: %v", got)
+	}
+}
+
+func TestConfigForActsAsAnotherUser(t *testing.T) {
+	env := New(t)
+	ctx := context.Background()
+	admin, _ := env.Client()
+	if _, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("admin cannot list pods: %v", err)
+	}
+	alice, err := kubernetes.NewForConfig(env.ConfigFor("alice", "devs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = alice.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("alice listing pods without RBAC: %v, want Forbidden", err)
+	}
+}
+
+// TestEnsureBinariesConcurrent builds into a fresh cache from two callers
+// at once (the Go build cache keeps this to a link): both get working
+// binaries and no temporary file is left behind.
+func TestEnsureBinariesConcurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("links the control-plane binaries")
+	}
+	binDir := filepath.Join(t.TempDir(), "bin")
+	var wg sync.WaitGroup
+	results := make([]Binaries, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() { results[i], errs[i] = ensureBinariesIn(context.Background(), binDir, t.Logf) })
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatalf("caller %d: %v", i, errs[i])
+		}
+	}
+	if results[0] != results[1] {
+		t.Errorf("callers got different binaries: %+v vs %+v", results[0], results[1])
+	}
+	out, err := exec.Command(results[0].Etcd, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), strings.TrimPrefix(EtcdVersion, "v")) {
+		t.Errorf("etcd --version: %v\n%s", err, out)
+	}
+	out, err = exec.Command(results[0].KubeAPIServer, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), KubeVersion) {
+		t.Errorf("kube-apiserver --version: %v\n%s", err, out)
+	}
+	entries, _ := os.ReadDir(binDir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
