@@ -85,7 +85,7 @@ func detectCrashLoop(obj runtime.Object) ([]Detection, error) {
 				d.Facts["lastMessage"] = t.Message
 			}
 		}
-		d.Detail = fmt.Sprintf("restarted %d times", cs.RestartCount)
+		d.Detail = fmt.Sprintf("restarted %d %s", cs.RestartCount, plural(int(cs.RestartCount), "time", "times"))
 		if code, ok := d.Facts["exitCode"]; ok {
 			d.Detail += ", last exit code " + code
 			if r := d.Facts["lastReason"]; r != "" {

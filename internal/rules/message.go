@@ -18,3 +18,10 @@ func render(f Finding, d Detection) (title, text string) {
 	}
 	return title, text
 }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

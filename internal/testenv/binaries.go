@@ -88,7 +88,9 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 		tmp := fmt.Sprintf("%s.tmp-%d", b.out, os.Getpid())
 		cmd := exec.CommandContext(ctx, "go", "build", "-ldflags="+b.ldflags, "-o", tmp, b.pkg)
 		cmd.Dir = toolsDir
+		stopProgress := progress(logf, filepath.Base(b.out), start)
 		out, err := cmd.CombinedOutput()
+		stopProgress()
 		if err != nil {
 			os.Remove(tmp)
 			return bins, fmt.Errorf("building %s in %s: %w\n%s", b.pkg, toolsDir, err, out)
@@ -99,6 +101,24 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 		logf("testenv: built %s in %s", filepath.Base(b.out), time.Since(start).Round(time.Second))
 	}
 	return bins, nil
+}
+
+// progress logs a line every 30 s until stopped, so a long build is never
+// silent.
+func progress(logf func(string, ...any), what string, start time.Time) (stop func()) {
+	t := time.NewTicker(30 * time.Second)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				logf("testenv: still building %s (%s so far)", what, time.Since(start).Round(time.Second))
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done) }
 }
 
 func exists(path string) bool {

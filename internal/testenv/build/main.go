@@ -1,0 +1,23 @@
+// Command build builds the control-plane binaries internal/testenv runs,
+// if they are not in the cache yet. make test and make demo run it first
+// so that the slow cold build shows its progress instead of happening
+// silently inside a test.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+func main() {
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	bins, err := testenv.EnsureBinaries(context.Background(), logf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s\n", bins.KubeAPIServer, bins.Etcd)
+}
