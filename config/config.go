@@ -7,7 +7,10 @@ package config
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Config is the whole configuration file.
@@ -17,32 +20,65 @@ type Config struct {
 	Rules   []Rule `yaml:"rules"`
 	Sinks   []Sink `yaml:"sinks"`
 
-	file string
-	pos  positions
+	file  string
+	pos   positions
+	lines []string // the file's text, to place errors inside values
 }
 
 // Rule says which objects to look at, what counts as a problem, and where
-// to send the notification.
+// to send the notification. A rule has either a built-in Detector or a CEL
+// Condition.
 type Rule struct {
 	Name string `yaml:"name"`
-	// Kind of object the rule watches, e.g. Pod.
+	// Kind of object the rule watches, e.g. Pod, or a custom resource's
+	// kind together with its APIVersion.
 	Kind string `yaml:"kind"`
-	// APIVersion of Kind; defaults to the kind's usual group/version.
+	// APIVersion of Kind, e.g. apps/v1; defaults to the usual one for
+	// built-in kinds and is required for custom resources.
 	APIVersion string `yaml:"apiVersion"`
 	// Detector names a built-in detector, e.g. crashloop.
 	Detector string `yaml:"detector"`
+	// Condition is a CEL expression over `object` that is true while the
+	// object has the problem.
+	Condition string `yaml:"condition"`
+	// Reason names the problem a Condition finds (default: the rule name).
+	Reason string `yaml:"reason"`
+	// For is how long the problem must last before the rule fires; each
+	// detector has its own default (0 for most).
+	For *time.Duration `yaml:"for"`
+	// Threshold is a detector parameter (restarts, warning-events).
+	Threshold int `yaml:"threshold"`
+	// Window is a detector parameter: how long a past event (an OOM kill,
+	// a restart, a Warning event) keeps the incident open.
+	Window time.Duration `yaml:"window"`
+	// Reasons is a detector parameter (warning-events): Event reasons to
+	// alert on; empty means any Warning.
+	Reasons []string `yaml:"reasons"`
 	// Severity is info, warning or critical (default warning).
 	Severity   string            `yaml:"severity"`
 	Namespaces NamespaceSelector `yaml:"namespaces"`
+	// Labels is a label selector on the object, in kubectl -l syntax.
+	Labels string `yaml:"labels"`
+	// Message overrides the default title and text (Go templates).
+	Message Message `yaml:"message"`
 	// Sinks the rule's notifications go to, by name.
 	Sinks []string `yaml:"sinks"`
 }
 
+// Message holds Go text/template sources; see docs/rules.md for the data
+// and functions they can use.
+type Message struct {
+	Title string `yaml:"title"`
+	Text  string `yaml:"text"`
+}
+
 // NamespaceSelector limits a rule to some namespaces. Empty Include means
-// every namespace; Exclude wins over Include.
+// every namespace; Exclude wins over Include. Labels selects namespaces by
+// their labels (kubectl -l syntax).
 type NamespaceSelector struct {
 	Include []string `yaml:"include"`
 	Exclude []string `yaml:"exclude"`
+	Labels  string   `yaml:"labels"`
 }
 
 // Sink is one destination; exactly one of its type blocks is set.
@@ -98,7 +134,7 @@ func Load(path string) (*Config, error) {
 
 // Parse is Load for data already in memory; file is used in error messages.
 func Parse(file string, data []byte) (*Config, error) {
-	cfg := &Config{file: file, pos: positions{}}
+	cfg := &Config{file: file, pos: positions{}, lines: strings.Split(string(data), "\n")}
 	var errs Errors
 	decodeDocument(file, data, cfg, cfg.pos, &errs)
 	if len(errs) > 0 {
@@ -120,6 +156,39 @@ func Parse(file string, data []byte) (*Config, error) {
 func (c *Config) ErrorAt(path, format string, args ...any) *Error {
 	p := c.pos.nearest(path)
 	return &Error{File: c.file, Line: p.Line, Col: p.Col, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrorInValue makes an error at a place inside the string value at path:
+// line is 1-based and col 0-based within the value, as expression
+// compilers report them. It accounts for quotes and block scalars, so a
+// CEL type error points at the offending token in the file.
+func (c *Config) ErrorInValue(path string, line, col int, format string, args ...any) *Error {
+	e := c.ErrorAt(path, format, args...)
+	p, ok := c.pos[path]
+	if !ok {
+		return e
+	}
+	switch p.style {
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		// The value starts on the line after the | or > indicator, at
+		// the indentation of its first line.
+		e.Line = p.Line + line
+		if p.Line < len(c.lines) {
+			first := c.lines[p.Line]
+			e.Col = len(first) - len(strings.TrimLeft(first, " ")) + col + 1
+		}
+	case yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
+		e.Line = p.Line + line - 1
+		if line == 1 {
+			e.Col = p.Col + 1 + col
+		}
+	default:
+		e.Line = p.Line + line - 1
+		if line == 1 {
+			e.Col = p.Col + col
+		}
+	}
+	return e
 }
 
 // File is the path the configuration was loaded from.

@@ -49,7 +49,7 @@ func TestLoadErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown-key.yaml", []string{
-			`testdata/unknown-key.yaml:6:5: rules[0].sevrity: unknown field "sevrity"; valid fields here: name, kind, apiVersion, detector, severity, namespaces, sinks`,
+			`testdata/unknown-key.yaml:6:5: rules[0].sevrity: unknown field "sevrity"; did you mean "severity"?`,
 		}},
 		{"wrong-type.yaml", []string{
 			`testdata/wrong-type.yaml:1:10: workers: expected an integer, got string "four"`,
@@ -62,6 +62,9 @@ func TestLoadErrors(t *testing.T) {
 		}},
 		{"bad-duration.yaml", []string{
 			`testdata/bad-duration.yaml:10:16: sinks[0].webhook.timeout: invalid duration "10 seconds": use a positive number with a unit, such as 30s or 5m`,
+		}},
+		{"unknown-key-far.yaml", []string{
+			`testdata/unknown-key-far.yaml:3:5: sinks[0].pagerduty: unknown field "pagerduty"; valid fields here: name, webhook, stdout`,
 		}},
 		{"syntax.yaml", []string{
 			// yaml.v3 reports the line where the enclosing block starts and

@@ -13,7 +13,10 @@ import (
 )
 
 // Pos is a 1-based line and column in the configuration file.
-type Pos struct{ Line, Col int }
+type Pos struct {
+	Line, Col int
+	style     yaml.Style // of a scalar, to place errors inside it
+}
 
 // positions maps a path ("rules[0].sinks[1]") to where its value starts.
 type positions map[string]Pos
@@ -77,7 +80,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	d.pos[path] = Pos{Line: n.Line, Col: n.Column}
+	d.pos[path] = Pos{Line: n.Line, Col: n.Column, style: n.Style}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // an empty value leaves the default
 	}
@@ -165,7 +168,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		sub := join(path, key.Value)
 		idx, ok := fields[key.Value]
 		if !ok {
-			d.fail(key, sub, "unknown field %q; valid fields here: %s", key.Value, strings.Join(names, ", "))
+			if near := closest(key.Value, names); near != "" {
+				d.fail(key, sub, "unknown field %q; did you mean %q?", key.Value, near)
+			} else {
+				d.fail(key, sub, "unknown field %q; valid fields here: %s", key.Value, strings.Join(names, ", "))
+			}
 			continue
 		}
 		if seen[key.Value] {
@@ -227,4 +234,37 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// closest returns the candidate within two edits of s, if there is one:
+// most unknown keys are typos of a known one.
+func closest(s string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

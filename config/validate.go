@@ -76,8 +76,14 @@ func (c *Config) validate() Errors {
 		if r.Kind == "" {
 			add(p, "a rule needs a kind, e.g. kind: Pod")
 		}
-		if r.Detector == "" {
-			add(p, "a rule needs a detector, e.g. detector: crashloop")
+		switch {
+		case r.Detector == "" && r.Condition == "":
+			add(p, "a rule needs a detector (e.g. detector: crashloop) or a CEL condition")
+		case r.Detector != "" && r.Condition != "":
+			add(p+".condition", "a rule has either a detector or a condition, not both")
+		}
+		if r.Threshold < 0 {
+			add(p+".threshold", "must not be negative, got %d", r.Threshold)
 		}
 		if !severities[r.Severity] {
 			add(p+".severity", "must be one of info, warning, critical; got %q", r.Severity)

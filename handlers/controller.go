@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/runtime"
@@ -37,34 +38,85 @@ type Options struct {
 	Dispatcher Dispatcher
 	Workers    int
 	Logger     *slog.Logger
+	Metrics    *Metrics
+	// Now is the clock rules evaluate against (time.Now in production).
+	Now func() time.Time
 }
 
 // Controller runs the reconcile loop.
 type Controller struct {
 	Options
-	queue workqueue.TypedRateLimitingInterface[watcher.Key]
+	queue     workqueue.TypedRateLimitingInterface[watcher.Key]
+	nsLabels  rules.NamespaceLabels
+	ruleErrs  *errorLog
+	lateKinds []string // kinds whose informer could not be made yet
 }
 
 // New registers event handlers on an informer for every kind the rules
 // watch. Informers start when the watcher is started.
 func New(opts Options) (*Controller, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
 	c := &Controller{
 		Options: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[watcher.Key](),
 			workqueue.TypedRateLimitingQueueConfig[watcher.Key]{Name: "herald"},
 		),
+		ruleErrs: newErrorLog(time.Minute, opts.Now),
 	}
-	for _, kind := range opts.Rules.Kinds() {
-		inf, err := opts.Watcher.Informer(kind)
-		if err != nil {
+	if opts.Rules.NeedsNamespaces() {
+		if _, err := opts.Watcher.Informer("Namespace"); err != nil {
 			return nil, err
 		}
-		if _, err := inf.AddEventHandler(c.eventHandler(kind)); err != nil {
-			return nil, fmt.Errorf("adding event handler for %s: %w", kind, err)
+		c.nsLabels = opts.Watcher.NamespaceLabels
+	}
+	for _, kind := range opts.Rules.Kinds() {
+		if err := c.watch(kind); err != nil {
+			// A rule on a kind the server does not serve (a CRD not
+			// installed yet) must not stop the other rules: retry later.
+			opts.Logger.Error("cannot watch kind yet; its rules wait, the others run", "kind", kind, "error", err)
+			c.lateKinds = append(c.lateKinds, kind)
 		}
 	}
 	return c, nil
+}
+
+func (c *Controller) watch(kind string) error {
+	inf, err := c.Watcher.Informer(kind)
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(c.eventHandler(kind)); err != nil {
+		return fmt.Errorf("adding event handler for %s: %w", kind, err)
+	}
+	return nil
+}
+
+// retryLateKinds tries the kinds that could not be watched at start every
+// interval until they all can.
+func (c *Controller) retryLateKinds(ctx context.Context, interval time.Duration) {
+	for len(c.lateKinds) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+		var still []string
+		for _, kind := range c.lateKinds {
+			if err := c.watch(kind); err != nil {
+				still = append(still, kind)
+				continue
+			}
+			c.Logger.Info("now watching kind", "kind", kind)
+		}
+		c.lateKinds = still
+		c.Watcher.Start(ctx)
+	}
 }
 
 // eventHandler enqueues the keys of in-scope objects. It keeps no state
@@ -81,15 +133,18 @@ func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
 	}
 	inScope := func(obj any) bool {
 		m, ok := obj.(metav1.Object)
-		return ok && c.Rules.InScope(kind, m)
+		return ok && c.Rules.InScope(kind, m, c.nsLabels)
 	}
+	events := c.Metrics.Events.WithLabelValues(kind)
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			events.Inc()
 			if inScope(obj) {
 				enqueue(obj)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
+			events.Inc()
 			o, ok1 := oldObj.(metav1.Object)
 			n, ok2 := newObj.(metav1.Object)
 			if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
@@ -102,7 +157,10 @@ func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
 		// Deletes are always enqueued, even out of scope or as a
 		// tombstone: the reconcile finds no object and resolves whatever
 		// was open for it.
-		DeleteFunc: enqueue,
+		DeleteFunc: func(obj any) {
+			events.Inc()
+			enqueue(obj)
+		},
 	}
 }
 
@@ -115,6 +173,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.Logger.Info("starting workers", "workers", c.Workers)
 	var wg sync.WaitGroup
+	wg.Go(func() { c.retryLateKinds(ctx, 30*time.Second) })
 	for range c.Workers {
 		wg.Go(func() {
 			for c.processNext(ctx) {
@@ -153,22 +212,32 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // the rules what is wrong with it, and lets the incident tracker decide
 // what is new, what is over, and what was already said.
 func (c *Controller) reconcile(ctx context.Context, key watcher.Key) error {
+	start := time.Now()
+	defer func() { c.Metrics.ReconcileSeconds.Observe(time.Since(start).Seconds()) }()
 	obj, exists, err := c.Watcher.Get(key)
 	if err != nil {
 		return err
 	}
 	var findings []rules.Finding
-	var evalErr error
 	if exists {
-		findings, evalErr = c.Rules.Evaluate(key.Kind, obj)
-		if evalErr != nil {
-			// One bad rule must not stop the others: log and carry on with
-			// what the other rules found.
-			c.Logger.Error("rule evaluation failed", "key", key.String(), "error", evalErr)
+		var ruleErrs []rules.RuleError
+		findings, ruleErrs = c.Rules.Evaluate(key.Kind, obj, c.Now(), c.nsLabels)
+		for _, re := range ruleErrs {
+			// One bad rule must not stop the others, nor flood the log:
+			// count every failure, log one per rule per minute.
+			c.Metrics.RuleErrors.WithLabelValues(re.Rule).Inc()
+			if n, ok := c.ruleErrs.allow(re.Rule); ok {
+				c.Logger.Error("rule evaluation failed", "rule", re.Rule, "object", key.String(), "error", re.Err, "failuresSinceLastLog", n)
+			}
 		}
 	}
+	notes, recheck := c.Incidents.Reconcile(key.String(), findings)
+	if recheck > 0 {
+		c.queue.AddAfter(key, recheck)
+	}
 	var errs []error
-	for _, n := range c.Incidents.Reconcile(key.String(), findings) {
+	for _, n := range notes {
+		c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
 		c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "object", key.String(), "container", n.Incident.Container, "id", n.ID())
 		if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
 			errs = append(errs, err)

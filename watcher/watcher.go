@@ -9,12 +9,16 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -43,6 +47,8 @@ func (k Key) cacheKey() string {
 func Resource(kind string) (schema.GroupVersionResource, bool) {
 	gvr, ok := map[string]schema.GroupVersionResource{
 		"Pod":                   {Version: "v1", Resource: "pods"},
+		"Namespace":             {Version: "v1", Resource: "namespaces"},
+		"Event":                 {Group: "events.k8s.io", Version: "v1", Resource: "events"},
 		"Node":                  {Version: "v1", Resource: "nodes"},
 		"PersistentVolumeClaim": {Version: "v1", Resource: "persistentvolumeclaims"},
 		"Deployment":            {Group: "apps", Version: "v1", Resource: "deployments"},
@@ -55,23 +61,39 @@ func Resource(kind string) (schema.GroupVersionResource, bool) {
 	return gvr, ok
 }
 
-// Watcher holds the shared informer factory and the informers it made.
+// Watcher holds the shared informer factories (typed for built-in kinds,
+// dynamic for custom resources) and the informers they made.
 type Watcher struct {
 	factory informers.SharedInformerFactory
+	dynamic dynamicinformer.DynamicSharedInformerFactory
+	mapper  meta.RESTMapper
 	logger  *slog.Logger
 
 	mu        sync.Mutex
 	informers map[string]cache.SharedIndexInformer
 }
 
+// Clients are what a Watcher lists and watches with. Dynamic and Mapper
+// are needed only for custom resources.
+type Clients struct {
+	Typed   kubernetes.Interface
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
+}
+
 // New makes a Watcher. resync is the informers' resync period (0: none);
 // handlers ignore resyncs whose resourceVersion did not change.
-func New(client kubernetes.Interface, resync time.Duration, logger *slog.Logger) *Watcher {
-	return &Watcher{
-		factory:   informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(StripUnread)),
+func New(c Clients, resync time.Duration, logger *slog.Logger) *Watcher {
+	w := &Watcher{
+		factory:   informers.NewSharedInformerFactoryWithOptions(c.Typed, resync, informers.WithTransform(StripUnread)),
+		mapper:    c.Mapper,
 		logger:    logger,
 		informers: map[string]cache.SharedIndexInformer{},
 	}
+	if c.Dynamic != nil {
+		w.dynamic = dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, resync)
+	}
+	return w
 }
 
 // Informer returns the informer for kind, creating it on first use. Calls
@@ -82,17 +104,40 @@ func (w *Watcher) Informer(kind string) (cache.SharedIndexInformer, error) {
 	if inf, ok := w.informers[kind]; ok {
 		return inf, nil
 	}
-	gvr, ok := Resource(kind)
-	if !ok {
-		return nil, fmt.Errorf("herald cannot watch kind %q", kind)
+	var inf cache.SharedIndexInformer
+	if gvr, ok := Resource(kind); ok {
+		generic, err := w.factory.ForResource(gvr)
+		if err != nil {
+			return nil, fmt.Errorf("informer for %s: %w", kind, err)
+		}
+		inf = generic.Informer()
+	} else {
+		gvr, err := w.customResource(kind)
+		if err != nil {
+			return nil, err
+		}
+		inf = w.dynamic.ForResource(gvr).Informer()
+		if err := inf.SetTransform(StripUnread); err != nil {
+			return nil, err
+		}
 	}
-	generic, err := w.factory.ForResource(gvr)
-	if err != nil {
-		return nil, fmt.Errorf("informer for %s: %w", kind, err)
-	}
-	inf := generic.Informer()
 	w.informers[kind] = inf
 	return inf, nil
+}
+
+// customResource finds the resource of a kind spelled Kind.version.group
+// through API discovery.
+func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, error) {
+	name, rest, ok := strings.Cut(kind, ".")
+	if !ok || w.dynamic == nil || w.mapper == nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("herald cannot watch kind %q", kind)
+	}
+	version, group, _ := strings.Cut(rest, ".")
+	m, err := w.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: name}, version)
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("kind %s (%s/%s) is not served by the API server; is its CRD installed? %w", name, group, version, err)
+	}
+	return m.Resource, nil
 }
 
 // Kinds lists the kinds with an informer.
@@ -107,9 +152,13 @@ func (w *Watcher) Kinds() []string {
 	return kinds
 }
 
-// Start starts every informer made so far; it does not block.
+// Start starts every informer made so far; it does not block. It may be
+// called again to start informers made since.
 func (w *Watcher) Start(ctx context.Context) {
 	w.factory.Start(ctx.Done())
+	if w.dynamic != nil {
+		w.dynamic.Start(ctx.Done())
+	}
 }
 
 // WaitForCacheSync blocks until every started informer has listed once.
@@ -120,12 +169,50 @@ func (w *Watcher) WaitForCacheSync(ctx context.Context) error {
 			return fmt.Errorf("cache of %v did not sync: %w", typ, context.Cause(ctx))
 		}
 	}
+	if w.dynamic != nil {
+		for gvr, ok := range w.dynamic.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("cache of %v did not sync: %w", gvr, context.Cause(ctx))
+			}
+		}
+	}
 	w.logger.Info("caches synced", "kinds", w.Kinds(), "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // Shutdown stops the informers and waits for their goroutines.
-func (w *Watcher) Shutdown() { w.factory.Shutdown() }
+func (w *Watcher) Shutdown() {
+	w.factory.Shutdown()
+	if w.dynamic != nil {
+		w.dynamic.Shutdown()
+	}
+}
+
+// NamespaceLabels returns the labels of a cached namespace; it needs the
+// Namespace informer (Informer("Namespace")).
+func (w *Watcher) NamespaceLabels(name string) (map[string]string, bool) {
+	obj, ok, err := w.Get(Key{Kind: "Namespace", Name: name})
+	if err != nil || !ok {
+		return nil, false
+	}
+	m, err := objectMeta(obj)
+	if err != nil {
+		return nil, false
+	}
+	return m.GetLabels(), true
+}
+
+// Synced reports whether every informer has listed once (for readiness).
+func (w *Watcher) Synced() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, inf := range w.informers {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
 
 // Get reads the object named by key from the cache. The object is shared
 // with the cache and must not be modified.
@@ -149,17 +236,34 @@ func KeyFor(kind string, obj any) (Key, bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	m, err := meta(obj)
+	m, err := objectMeta(obj)
 	if err != nil {
 		return Key{}, false
 	}
 	return Key{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}, true
 }
 
-func meta(obj any) (metav1.Object, error) {
+func objectMeta(obj any) (metav1.Object, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return nil, fmt.Errorf("%T has no object metadata", obj)
 	}
 	return m, nil
+}
+
+// List returns every cached object of kind. The objects are shared with
+// the cache and must not be modified.
+func (w *Watcher) List(kind string) ([]runtime.Object, error) {
+	w.mu.Lock()
+	inf, ok := w.informers[kind]
+	w.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no informer for kind %q", kind)
+	}
+	items := inf.GetStore().List()
+	out := make([]runtime.Object, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.(runtime.Object))
+	}
+	return out, nil
 }

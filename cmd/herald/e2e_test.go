@@ -74,7 +74,7 @@ func startHerald(t *testing.T, env *testenv.Env, configYAML string) *bytes.Buffe
 	logs := &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- runMain(ctx, []string{"run", "--config", cfgPath, "--kubeconfig", kc, "--log-format", "text"}, logs, logs)
+		done <- runMain(ctx, []string{"run", "--config", cfgPath, "--kubeconfig", kc, "--log-format", "text", "--metrics-addr", "127.0.0.1:0"}, logs, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -18,7 +18,8 @@ const usage = `herald watches a Kubernetes cluster and notifies people when some
 
 Usage:
   herald run --config FILE [--kubeconfig FILE] [--log-format json|text] [--log-level LEVEL]
-  herald validate --config FILE
+  herald validate -f FILE
+  herald test -f FILE (--object OBJECTS.yaml ... | --kubeconfig FILE)
   herald version
 `
 
@@ -54,6 +55,8 @@ func (c cli) run(ctx context.Context, args []string) int {
 	switch args[0] {
 	case "run":
 		return c.cmdRun(ctx, args[1:])
+	case "test":
+		return c.cmdTest(ctx, args[1:])
 	case "validate":
 		return cmdValidate(args[1:], stdout, stderr)
 	case "version", "--version":

@@ -44,7 +44,7 @@ current-context: c
 
 	tests := []struct{ file, want string }{
 		{"../../config/testdata/missing-sink.yaml", `missing-sink.yaml:5:18: rules[0].sinks[1]: unknown sink "pager"`},
-		{"../../config/testdata/unknown-key.yaml", `unknown-key.yaml:6:5: rules[0].sevrity: unknown field "sevrity"`},
+		{"../../config/testdata/unknown-key.yaml", `unknown-key.yaml:6:5: rules[0].sevrity: unknown field "sevrity"; did you mean "severity"?`},
 		{"testdata/unknown-detector.yaml", `unknown-detector.yaml:4:15: rules[0].detector: unknown detector "crashlop" for kind Pod; available: crashloop`},
 		{"testdata/does-not-exist.yaml", `no such file or directory`},
 	}

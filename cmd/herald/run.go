@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -35,6 +36,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	metricsAddr := fs.String("metrics-addr", ":8080", "address of /metrics, /healthz and /readyz; empty to disable")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,13 +67,15 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	restCfg.UserAgent = "herald/" + version
-	client, err := kubernetes.NewForConfig(restCfg)
+	clients, err := newClients(restCfg)
 	if err != nil {
 		logger.Error("creating the Kubernetes client", "error", err)
 		return 1
 	}
 
-	w := watcher.New(client, 0, logger)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	w := watcher.New(clients, 0, logger)
 	dispatcher := sinks.NewDispatcher(logger, sinkList...)
 	ctrl, err := handlers.New(handlers.Options{
 		Watcher:    w,
@@ -80,10 +84,19 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		Dispatcher: dispatcher,
 		Workers:    cfg.Workers,
 		Logger:     logger,
+		Metrics:    handlers.NewMetrics(reg),
 	})
 	if err != nil {
 		logger.Error("setting up watches", "error", err)
 		return 1
+	}
+	if *metricsAddr != "" {
+		srv, err := serveOps(*metricsAddr, reg, w, logger)
+		if err != nil {
+			logger.Error("starting the metrics server", "addr", *metricsAddr, "error", err)
+			return 1
+		}
+		defer srv.Close()
 	}
 	logger.Info("herald starting", "version", version, "config", cfg.File(), "kinds", ruleSet.Kinds(), "sinks", len(sinkList))
 	w.Start(ctx)

@@ -68,7 +68,7 @@ func run(heraldBin, configPath string) error {
 		return err
 	}
 	defer logFile.Close()
-	herald := exec.Command(heraldBin, "run", "--config", configPath, "--kubeconfig", kubeconfig, "--log-format", "text")
+	herald := exec.Command(heraldBin, "run", "--config", configPath, "--kubeconfig", kubeconfig, "--log-format", "text", "--metrics-addr", "127.0.0.1:0")
 	herald.Stderr = logFile
 	stdout, err := herald.StdoutPipe()
 	if err != nil {

@@ -75,29 +75,40 @@ type Tracker struct {
 
 	mu       sync.Mutex
 	byObject map[string]map[string]*Incident // object key → fingerprint → incident
+	// pending holds when a finding that must last for a while was first
+	// seen, by object key and fingerprint, until it fires or goes away.
+	pending map[string]map[string]time.Time
 }
 
 // NewTracker makes an empty tracker; now is the clock (time.Now in
 // production).
 func NewTracker(now func() time.Time) *Tracker {
-	return &Tracker{now: now, byObject: map[string]map[string]*Incident{}}
+	return &Tracker{now: now, byObject: map[string]map[string]*Incident{}, pending: map[string]map[string]time.Time{}}
 }
 
 // Reconcile compares what the rules find on one object now with the
-// incidents open for it, and returns the notifications that follow. An
-// object that is gone has no findings: its incidents resolve. Callers
-// never reconcile the same object concurrently (the work queue ensures
-// it); different objects may be reconciled in parallel.
-func (t *Tracker) Reconcile(object string, findings []rules.Finding) []Notification {
+// incidents open for it, and returns the notifications that follow, and
+// when the object should be looked at again even if it does not change
+// (0: no need): a finding waiting out its rule's for:, or one that ends
+// by itself. An object that is gone has no findings: its incidents
+// resolve. Callers never reconcile the same object concurrently (the work
+// queue ensures it); different objects may be reconciled in parallel.
+func (t *Tracker) Reconcile(object string, findings []rules.Finding) (notes []Notification, recheck time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	open := t.byObject[object]
+	pending := t.pending[object]
 	seen := map[string]bool{}
-	var notes []Notification
+	soonest := func(d time.Duration) {
+		if d > 0 && (recheck == 0 || d < recheck) {
+			recheck = d
+		}
+	}
 	for _, f := range findings {
 		fp := Fingerprint(f)
 		seen[fp] = true
+		soonest(f.RecheckAfter)
 		if inc, ok := open[fp]; ok {
 			inc.LastSeen, inc.Facts = now, maps.Clone(f.Facts)
 			continue
@@ -105,6 +116,24 @@ func (t *Tracker) Reconcile(object string, findings []rules.Finding) []Notificat
 		if f.Sustaining {
 			continue
 		}
+		if f.For > 0 {
+			start := f.Since
+			if start.IsZero() {
+				if pending == nil {
+					pending = map[string]time.Time{}
+					t.pending[object] = pending
+				}
+				if _, ok := pending[fp]; !ok {
+					pending[fp] = now
+				}
+				start = pending[fp]
+			}
+			if wait := start.Add(f.For).Sub(now); wait > 0 {
+				soonest(wait)
+				continue
+			}
+		}
+		delete(pending, fp)
 		inc := &Incident{
 			ID:          fp + "-" + strconv.FormatInt(now.UnixMilli(), 36),
 			Fingerprint: fp, Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
@@ -119,6 +148,14 @@ func (t *Tracker) Reconcile(object string, findings []rules.Finding) []Notificat
 		open[fp] = inc
 		notes = append(notes, inc.notify(Firing, now))
 	}
+	for fp := range pending {
+		if !seen[fp] {
+			delete(pending, fp)
+		}
+	}
+	if len(pending) == 0 {
+		delete(t.pending, object)
+	}
 	for fp, inc := range open {
 		if !seen[fp] {
 			notes = append(notes, inc.notify(Resolved, now))
@@ -128,7 +165,7 @@ func (t *Tracker) Reconcile(object string, findings []rules.Finding) []Notificat
 	if len(open) == 0 {
 		delete(t.byObject, object)
 	}
-	return notes
+	return notes, recheck
 }
 
 // Open counts the open incidents.

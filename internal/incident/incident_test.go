@@ -40,7 +40,7 @@ func TestLifecycle(t *testing.T) {
 	seqs := map[string]int{}
 	ids := map[string]bool{}
 	for _, st := range steps {
-		notes := tr.Reconcile(key, st.findings)
+		notes, _ := tr.Reconcile(key, st.findings)
 		if len(notes) != len(st.want) {
 			t.Fatalf("%s: got %d notifications %+v, want %v", st.name, len(notes), notes, st.want)
 		}
@@ -75,5 +75,45 @@ func TestFingerprintStable(t *testing.T) {
 	}
 	if got := Fingerprint(a); len(got) != 16 {
 		t.Errorf("fingerprint %q is not 16 hex digits", got)
+	}
+}
+
+func TestForWaitsBeforeFiring(t *testing.T) {
+	clock := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	tr := NewTracker(func() time.Time { return clock })
+	pending := finding("u1", "", false, "0")
+	pending.Reason, pending.For = "PodPending", 5*time.Minute
+
+	notes, recheck := tr.Reconcile("k", []rules.Finding{pending})
+	if len(notes) != 0 || recheck != 5*time.Minute {
+		t.Fatalf("first sight: %v, recheck %s; want nothing, recheck in 5m", notes, recheck)
+	}
+	clock = clock.Add(3 * time.Minute)
+	notes, recheck = tr.Reconcile("k", []rules.Finding{pending})
+	if len(notes) != 0 || recheck != 2*time.Minute {
+		t.Fatalf("after 3m: %v, recheck %s; want nothing, recheck in 2m", notes, recheck)
+	}
+	clock = clock.Add(2 * time.Minute)
+	notes, _ = tr.Reconcile("k", []rules.Finding{pending})
+	if len(notes) != 1 || notes[0].Transition != Firing {
+		t.Fatalf("after 5m: %v, want firing", notes)
+	}
+
+	// A finding that goes away before its for: starts the clock again.
+	other := pending
+	other.Object.UID = "u2"
+	tr.Reconcile("k2", []rules.Finding{other})
+	clock = clock.Add(4 * time.Minute)
+	tr.Reconcile("k2", nil)
+	clock = clock.Add(2 * time.Minute)
+	if notes, _ := tr.Reconcile("k2", []rules.Finding{other}); len(notes) != 0 {
+		t.Fatalf("the for: clock did not restart: %v", notes)
+	}
+
+	// Since from the object counts instead of first sight (restart-proof).
+	since := pending
+	since.Object.UID, since.Since = "u3", clock.Add(-10*time.Minute)
+	if notes, _ := tr.Reconcile("k3", []rules.Finding{since}); len(notes) != 1 {
+		t.Fatalf("a finding older than for: (by the object) did not fire at once: %v", notes)
 	}
 }

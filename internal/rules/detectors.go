@@ -1,42 +1,95 @@
 package rules
 
 import (
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Detection is what a detector reports; Evaluate adds the rule's data.
 type Detection struct {
-	Reason     string
-	Container  string
-	Facts      map[string]string
-	Detail     string // one sentence for the message body
+	Reason    string
+	Container string
+	Facts     map[string]string
+	// Detail is one sentence for the message body.
+	Detail     string
 	Sustaining bool
+	// Since is when the problem began, if the object says.
+	Since time.Time
+	// RecheckAfter: the detection ends by itself after this long.
+	RecheckAfter time.Duration
+	// Object, when set, is what the finding is about instead of the
+	// evaluated object (an Event's regarding object).
+	Object *ObjectRef
+}
+
+// Params tune a detector; zero values take the detector's defaults.
+type Params struct {
+	Threshold int
+	Window    time.Duration
+	Reasons   []string
 }
 
 // Detector inspects one object and reports its problems.
-type Detector func(obj runtime.Object) ([]Detection, error)
+type Detector func(obj runtime.Object, p Params, now time.Time) ([]Detection, error)
 
-// detectors lists the built-in detectors by kind and name. It is a
-// constant table, never modified.
-var detectors = map[string]map[string]Detector{
+type detectorSpec struct {
+	detect           Detector
+	defaultFor       time.Duration
+	defaultThreshold int
+	defaultWindow    time.Duration
+}
+
+func (p Params) withDefaults(s detectorSpec) Params {
+	if p.Threshold == 0 {
+		p.Threshold = s.defaultThreshold
+	}
+	if p.Window == 0 {
+		p.Window = s.defaultWindow
+	}
+	return p
+}
+
+// detectors lists the built-in detectors by kind and name (docs/rules.md
+// describes each).
+var detectors = map[string]map[string]detectorSpec{
 	"Pod": {
-		"crashloop": detectCrashLoop,
+		"crashloop":       {detect: detectCrashLoop},
+		"oomkilled":       {detect: detectOOMKilled, defaultWindow: 10 * time.Minute},
+		"image-pull":      {detect: detectImagePull},
+		"container-error": {detect: detectContainerError},
+		"pod-failed":      {detect: detectPodFailed},
+		"evicted":         {detect: detectEvicted},
+		"pending":         {detect: detectPending, defaultFor: 5 * time.Minute},
+		"not-ready":       {detect: detectNotReady, defaultFor: 5 * time.Minute},
+		"restarts":        {detect: detectRestarts, defaultThreshold: 3, defaultWindow: time.Hour},
 	},
+	"Deployment": {
+		"rollout-stuck": {detect: detectProgressDeadline},
+		"unavailable":   {detect: detectUnavailable, defaultFor: 10 * time.Minute},
+	},
+	"StatefulSet": {"unavailable": {detect: detectUnavailable, defaultFor: 10 * time.Minute}},
+	"DaemonSet":   {"unavailable": {detect: detectUnavailable, defaultFor: 10 * time.Minute}},
+	"Job": {
+		"job-failed":     {detect: detectJobFailed},
+		"cronjob-failed": {detect: detectCronJobFailed},
+	},
+	"Node": {
+		"node-not-ready": {detect: detectNodeNotReady, defaultFor: time.Minute},
+		"node-pressure":  {detect: detectNodePressure},
+	},
+	"PersistentVolumeClaim": {"pvc-pending": {detect: detectPVCPending, defaultFor: 5 * time.Minute}},
+	"Event":                 {"warning-events": {detect: detectWarningEvents, defaultThreshold: 1, defaultWindow: 15 * time.Minute}},
 }
 
-func supportedKinds() string {
-	return strings.Join(sortedKeys(detectors), ", ")
-}
+// Detectors lists the built-in detector names of kind (for docs and tests).
+func Detectors(kind string) []string { return sortedKeys(detectors[kind]) }
 
-func detectorNames(kind string) string {
-	return strings.Join(sortedKeys(detectors[kind]), ", ")
-}
+func kindsWithDetectors() string { return strings.Join(sortedKeys(detectors), ", ") }
+
+func detectorNames(kind string) string { return strings.Join(sortedKeys(detectors[kind]), ", ") }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -47,58 +100,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// detectCrashLoop fires for every container (init containers included) the
-// kubelet holds in CrashLoopBackOff. Between crashes such a container is
-// briefly running; until it is running and ready again (an init container:
-// exited 0) it is reported as Sustaining, so the incident neither resolves
-// nor fires again with each crash cycle.
-func detectCrashLoop(obj runtime.Object) ([]Detection, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("crashloop detector got %T, want *v1.Pod", obj)
-	}
-	if pod.DeletionTimestamp != nil {
-		return nil, nil // being deleted: its incidents resolve
-	}
-	var out []Detection
-	check := func(cs corev1.ContainerStatus, init bool) {
-		recovered := cs.State.Running != nil && cs.Ready
-		if init {
-			recovered = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-		}
-		looping := cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
-		if !looping && (recovered || cs.RestartCount == 0) {
-			return
-		}
-		d := Detection{
-			Reason:     "CrashLoopBackOff",
-			Container:  cs.Name,
-			Facts:      map[string]string{"restartCount": strconv.Itoa(int(cs.RestartCount))},
-			Sustaining: !looping,
-		}
-		if t := cs.LastTerminationState.Terminated; t != nil {
-			d.Facts["exitCode"] = strconv.Itoa(int(t.ExitCode))
-			if t.Reason != "" {
-				d.Facts["lastReason"] = t.Reason
-			}
-			if t.Message != "" {
-				d.Facts["lastMessage"] = t.Message
-			}
-		}
-		d.Detail = fmt.Sprintf("restarted %d %s", cs.RestartCount, plural(int(cs.RestartCount), "time", "times"))
-		if code, ok := d.Facts["exitCode"]; ok {
-			d.Detail += ", last exit code " + code
-			if r := d.Facts["lastReason"]; r != "" {
-				d.Detail += " (" + r + ")"
-			}
-		}
-		out = append(out, d)
-	}
-	for _, cs := range pod.Status.InitContainerStatuses {
-		check(cs, true)
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		check(cs, false)
-	}
-	return out, nil
+// recheck returns how long until t+window passes (at least a second), and
+// whether it is still in the future.
+func recheck(t time.Time, window time.Duration, now time.Time) (time.Duration, bool) {
+	left := t.Add(window).Sub(now)
+	return max(left, time.Second), left > 0
 }

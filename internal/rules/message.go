@@ -1,9 +1,119 @@
 package rules
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"text/template"
+	"unicode/utf8"
 
-// render makes the default title and text of a finding.
-func render(f Finding, d Detection) (title, text string) {
+	"github.com/herald-k8s/herald/config"
+)
+
+// Size bounds of a rendered message; longer ones are cut with a marker so
+// that no sink receives an oversized message.
+const (
+	MaxTitle = 250
+	MaxText  = 3000
+)
+
+// templateFuncs is everything a message template can call: pure string
+// helpers, no file, environment or network access.
+func templateFuncs() template.FuncMap {
+	return template.FuncMap{
+		"lower":     strings.ToLower,
+		"upper":     strings.ToUpper,
+		"trim":      strings.TrimSpace,
+		"replace":   func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
+		"contains":  func(sub, s string) bool { return strings.Contains(s, sub) },
+		"hasPrefix": func(p, s string) bool { return strings.HasPrefix(s, p) },
+		"hasSuffix": func(p, s string) bool { return strings.HasSuffix(s, p) },
+		"join":      func(sep string, items []string) string { return strings.Join(items, sep) },
+		"quote":     func(v any) string { return fmt.Sprintf("%q", fmt.Sprint(v)) },
+		"trunc":     func(n int, s string) string { return truncate(s, n) },
+		"default": func(def, v any) any {
+			if v == nil || fmt.Sprint(v) == "" {
+				return def
+			}
+			return v
+		},
+	}
+}
+
+// TemplateData is what message templates see; docs/rules.md lists it.
+type TemplateData struct {
+	Rule, Severity, Reason    string
+	Kind, Namespace, Name     string
+	Container                 string
+	Facts                     map[string]string
+	// Detail is the detector's one-sentence description.
+	Detail string
+	// Object is the whole object as JSON-shaped data, e.g.
+	// {{ .Object.metadata.labels.team }}.
+	Object map[string]any
+}
+
+type message struct {
+	title, text *template.Template
+	needsObject bool
+}
+
+type templateError struct {
+	field string
+	err   error
+}
+
+func compileMessage(m config.Message) (*message, []templateError) {
+	msg := &message{needsObject: strings.Contains(m.Title+m.Text, ".Object")}
+	var errs []templateError
+	parse := func(field, src string) *template.Template {
+		if src == "" {
+			return nil
+		}
+		t, err := template.New(field).Option("missingkey=zero").Funcs(templateFuncs()).Parse(src)
+		if err != nil {
+			errs = append(errs, templateError{field: field, err: err})
+		}
+		return t
+	}
+	msg.title = parse("title", m.Title)
+	msg.text = parse("text", m.Text)
+	return msg, errs
+}
+
+// render makes a finding's title and text: the rule's templates where it
+// has them, the default wording otherwise (also when a template fails, so
+// a broken template never loses the notification).
+func (m *message) render(f Finding, d Detection, in *input) (title, text string, err error) {
+	title, text = defaultMessage(f, d)
+	if m.title == nil && m.text == nil {
+		return title, text, nil
+	}
+	data := TemplateData{
+		Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
+		Kind: f.Object.Kind, Namespace: f.Object.Namespace, Name: f.Object.Name,
+		Container: f.Container, Facts: f.Facts, Detail: d.Detail,
+	}
+	if m.needsObject {
+		if data.Object, err = in.objectMap(); err != nil {
+			return title, text, err
+		}
+	}
+	exec := func(t *template.Template, fallback string, limit int) string {
+		if t == nil {
+			return fallback
+		}
+		var b strings.Builder
+		if e := t.Execute(&limitedWriter{b: &b, left: 4 * limit}, data); e != nil {
+			err = e
+			return fallback
+		}
+		return truncate(b.String(), limit)
+	}
+	return exec(m.title, title, MaxTitle), exec(m.text, text, MaxText), err
+}
+
+// defaultMessage is the wording used when a rule has no templates.
+func defaultMessage(f Finding, d Detection) (title, text string) {
 	obj := f.Object.Name
 	if f.Object.Namespace != "" {
 		obj = f.Object.Namespace + "/" + f.Object.Name
@@ -16,7 +126,34 @@ func render(f Finding, d Detection) (title, text string) {
 	if d.Detail != "" {
 		text += ": " + d.Detail
 	}
-	return title, text
+	return truncate(title, MaxTitle), truncate(text, MaxText)
+}
+
+// truncate cuts s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	const marker = "… (truncated)"
+	keep := max(n-utf8.RuneCountInString(marker), 0)
+	r := []rune(s)
+	return string(r[:keep]) + marker
+}
+
+// limitedWriter stops a template from building an unbounded string.
+type limitedWriter struct {
+	b    *strings.Builder
+	left int
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if len(p) > w.left {
+		w.b.Write(p[:max(w.left, 0)])
+		w.left = 0
+		return len(p), nil // keep executing; the result is cut anyway
+	}
+	w.left -= len(p)
+	return w.b.Write(p)
 }
 
 func plural(n int, one, many string) string {

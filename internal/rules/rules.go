@@ -4,12 +4,13 @@
 package rules
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/herald-k8s/herald/config"
@@ -37,48 +38,136 @@ type Finding struct {
 	// container that is briefly running between crashes). It keeps an
 	// open incident open and never opens a new one.
 	Sustaining bool
+	// For is how long the problem must last before it fires.
+	For time.Duration
+	// Since is when the problem began according to the object itself
+	// (a condition's lastTransitionTime); zero when the object does not
+	// say, and then For counts from when herald first saw it.
+	Since time.Time
+	// RecheckAfter asks for the object to be evaluated again after this
+	// long even if it does not change: the finding ends by the passing of
+	// time (an OOM kill older than the rule's window).
+	RecheckAfter time.Duration
 }
+
+// RuleError is a rule that failed on one object; the other rules' findings
+// are still returned.
+type RuleError struct {
+	Rule string
+	Err  error
+}
+
+func (e RuleError) Error() string { return fmt.Sprintf("rule %s: %v", e.Rule, e.Err) }
+
+// NamespaceLabels returns a namespace's labels; ok is false when the
+// namespace is not known (yet).
+type NamespaceLabels func(namespace string) (labels map[string]string, ok bool)
 
 // Rule is one compiled rule.
 type Rule struct {
-	name, kind, severity string
-	include, exclude     []string
-	sinks                []string
-	detector             Detector
+	name, kind, severity, reason string
+	include, exclude             []string
+	nsSelector, selector         labels.Selector
+	sinks                        []string
+	forDur                       time.Duration
+	detector                     Detector
+	params                       Params
+	condition                    *condition
+	message                      *message
 }
 
 // Set is every compiled rule, indexed by kind.
 type Set struct {
 	byKind map[string][]*Rule
+	// needsNamespaces is true when some rule selects namespaces by label.
+	needsNamespaces bool
 }
 
-// Compile checks and compiles the configured rules. Errors carry the
-// config file's positions; all of them are returned at once.
+// Compile checks and compiles the configured rules: kinds, detectors, CEL
+// conditions, selectors and templates. Errors carry the config file's
+// positions; all of them are returned at once.
 func Compile(cfg *config.Config) (*Set, error) {
 	set := &Set{byKind: map[string][]*Rule{}}
 	var errs config.Errors
+	celEnv, err := newCELEnv()
+	if err != nil {
+		return nil, err
+	}
 	for i, rc := range cfg.Rules {
 		p := fmt.Sprintf("rules[%d]", i)
-		kd, ok := detectors[rc.Kind]
-		if !ok {
-			errs = append(errs, cfg.ErrorAt(p+".kind", "unsupported kind %q; supported: %s", rc.Kind, supportedKinds()))
-			continue
+		r, ruleErrs := compileRule(cfg, p, rc, celEnv)
+		errs = append(errs, ruleErrs...)
+		if r != nil {
+			set.byKind[r.kind] = append(set.byKind[r.kind], r)
+			set.needsNamespaces = set.needsNamespaces || r.nsSelector != nil
 		}
-		det, ok := kd[rc.Detector]
-		if !ok {
-			errs = append(errs, cfg.ErrorAt(p+".detector", "unknown detector %q for kind %s; available: %s", rc.Detector, rc.Kind, detectorNames(rc.Kind)))
-			continue
-		}
-		set.byKind[rc.Kind] = append(set.byKind[rc.Kind], &Rule{
-			name: rc.Name, kind: rc.Kind, severity: rc.Severity,
-			include: rc.Namespaces.Include, exclude: rc.Namespaces.Exclude,
-			sinks: rc.Sinks, detector: det,
-		})
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return set, nil
+}
+
+func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (*Rule, config.Errors) {
+	var errs config.Errors
+	kind, err := KindID(rc.Kind, rc.APIVersion)
+	if err != nil {
+		field := ".apiVersion"
+		if rc.APIVersion == "" {
+			field = ".kind"
+		}
+		return nil, config.Errors{cfg.ErrorAt(p+field, "%v", err)}
+	}
+	r := &Rule{
+		name: rc.Name, kind: kind, severity: rc.Severity, reason: rc.Reason,
+		include: rc.Namespaces.Include, exclude: rc.Namespaces.Exclude, sinks: rc.Sinks,
+		params: Params{Threshold: rc.Threshold, Window: rc.Window, Reasons: rc.Reasons},
+	}
+	if rc.Detector != "" {
+		spec, ok := detectors[kind][rc.Detector]
+		switch {
+		case !ok && len(detectors[kind]) == 0:
+			errs = append(errs, cfg.ErrorAt(p+".detector", "kind %s has no built-in detectors; use a CEL condition (detectors exist for %s)", rc.Kind, kindsWithDetectors()))
+		case !ok:
+			errs = append(errs, cfg.ErrorAt(p+".detector", "unknown detector %q for kind %s; available: %s", rc.Detector, rc.Kind, detectorNames(kind)))
+		default:
+			r.detector = spec.detect
+			r.forDur = spec.defaultFor
+			r.params = r.params.withDefaults(spec)
+		}
+	}
+	if rc.Condition != "" {
+		if r.reason == "" {
+			r.reason = rc.Name
+		}
+		cond, issues := celEnv.compile(rc.Condition)
+		for _, is := range issues {
+			errs = append(errs, cfg.ErrorInValue(p+".condition", is.line, is.col, "%s", is.msg))
+		}
+		r.condition = cond
+	}
+	if rc.For != nil {
+		r.forDur = *rc.For
+	}
+	if rc.Labels != "" {
+		if r.selector, err = labels.Parse(rc.Labels); err != nil {
+			errs = append(errs, cfg.ErrorAt(p+".labels", "bad label selector: %v", err))
+		}
+	}
+	if rc.Namespaces.Labels != "" {
+		if r.nsSelector, err = labels.Parse(rc.Namespaces.Labels); err != nil {
+			errs = append(errs, cfg.ErrorAt(p+".namespaces.labels", "bad label selector: %v", err))
+		}
+	}
+	msg, msgErrs := compileMessage(rc.Message)
+	for _, e := range msgErrs {
+		errs = append(errs, cfg.ErrorAt(p+".message."+e.field, "%v", e.err))
+	}
+	r.message = msg
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return r, nil
 }
 
 // Kinds lists the kinds some rule watches: only these get informers.
@@ -91,23 +180,39 @@ func (s *Set) Kinds() []string {
 	return kinds
 }
 
+// NeedsNamespaces reports whether a rule selects namespaces by label, so
+// that the watcher must cache namespaces too.
+func (s *Set) NeedsNamespaces() bool { return s.needsNamespaces }
+
 // InScope reports whether any rule of kind could fire for obj. Event
 // handlers call it before enqueueing, so it only looks at metadata.
-func (s *Set) InScope(kind string, obj metav1.Object) bool {
+func (s *Set) InScope(kind string, obj metav1.Object, nsLabels NamespaceLabels) bool {
 	for _, r := range s.byKind[kind] {
-		if r.inScope(obj) {
+		if r.inScope(obj, nsLabels) {
 			return true
 		}
 	}
 	return false
 }
 
-func (r *Rule) inScope(obj metav1.Object) bool {
+func (r *Rule) inScope(obj metav1.Object, nsLabels NamespaceLabels) bool {
 	ns := obj.GetNamespace()
-	if matchAny(r.exclude, ns) {
+	if matchAny(r.exclude, ns) || (len(r.include) > 0 && !matchAny(r.include, ns)) {
 		return false
 	}
-	return len(r.include) == 0 || matchAny(r.include, ns)
+	if r.selector != nil && !r.selector.Matches(labels.Set(obj.GetLabels())) {
+		return false
+	}
+	if r.nsSelector != nil {
+		if ns == "" || nsLabels == nil {
+			return false
+		}
+		l, ok := nsLabels(ns)
+		if !ok || !r.nsSelector.Matches(labels.Set(l)) {
+			return false
+		}
+	}
+	return true
 }
 
 func matchAny(patterns []string, s string) bool {
@@ -121,33 +226,89 @@ func matchAny(patterns []string, s string) bool {
 }
 
 // Evaluate runs every rule of kind against obj and returns what they find.
-// obj belongs to the informer cache and is only read.
-func (s *Set) Evaluate(kind string, obj runtime.Object) ([]Finding, error) {
+// obj belongs to the informer cache and is only read. A rule that fails is
+// reported in the errors; the other rules' findings are returned.
+func (s *Set) Evaluate(kind string, obj runtime.Object, now time.Time, nsLabels NamespaceLabels) ([]Finding, []RuleError) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
-		return nil, fmt.Errorf("%T has no object metadata", obj)
+		return nil, []RuleError{{Rule: "*", Err: fmt.Errorf("%T has no object metadata", obj)}}
 	}
-	ref := ObjectRef{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
+	in := &input{obj: obj, meta: m, now: now,
+		ref: ObjectRef{Kind: kindName(kind), Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}}
 	var findings []Finding
-	var errs []error
+	var errs []RuleError
 	for _, r := range s.byKind[kind] {
-		if !r.inScope(m) {
+		if !r.inScope(m, nsLabels) {
 			continue
 		}
-		found, err := r.detector(obj)
+		found, err := r.evaluate(in)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("rule %s: %w", r.name, err))
-			continue
+			errs = append(errs, RuleError{Rule: r.name, Err: err})
 		}
-		for _, d := range found {
-			f := Finding{
-				Rule: r.name, Reason: d.Reason, Severity: r.severity,
-				Object: ref, Container: d.Container, Facts: d.Facts,
-				Sinks: r.sinks, Sustaining: d.Sustaining,
-			}
-			f.Title, f.Text = render(f, d)
-			findings = append(findings, f)
+		findings = append(findings, found...)
+	}
+	return findings, errs
+}
+
+// input is one object being evaluated; its map form is made at most once
+// and only if a CEL condition or a template needs it.
+type input struct {
+	obj     runtime.Object
+	meta    metav1.Object
+	ref     ObjectRef
+	now     time.Time
+	asMap   map[string]any
+	mapErr  error
+	mapDone bool
+}
+
+func (in *input) objectMap() (map[string]any, error) {
+	if !in.mapDone {
+		in.asMap, in.mapErr = toMap(in.obj)
+		in.mapDone = true
+	}
+	return in.asMap, in.mapErr
+}
+
+func (r *Rule) evaluate(in *input) ([]Finding, error) {
+	var found []Detection
+	if r.detector != nil {
+		d, err := r.detector(in.obj, r.params, in.now)
+		if err != nil {
+			return nil, err
+		}
+		found = d
+	} else {
+		obj, err := in.objectMap()
+		if err != nil {
+			return nil, err
+		}
+		ok, err := r.condition.eval(obj, in.now)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			found = []Detection{{Reason: r.reason}}
 		}
 	}
-	return findings, errors.Join(errs...)
+	findings := make([]Finding, 0, len(found))
+	var renderErr error
+	for _, d := range found {
+		f := Finding{
+			Rule: r.name, Reason: d.Reason, Severity: r.severity,
+			Object: in.ref, Container: d.Container, Facts: d.Facts,
+			Sinks: r.sinks, Sustaining: d.Sustaining, For: r.forDur,
+			Since: d.Since, RecheckAfter: d.RecheckAfter,
+		}
+		if d.Object != nil {
+			f.Object = *d.Object
+		}
+		var err error
+		f.Title, f.Text, err = r.message.render(f, d, in)
+		if err != nil && renderErr == nil {
+			renderErr = fmt.Errorf("message template: %w", err)
+		}
+		findings = append(findings, f)
+	}
+	return findings, renderErr
 }

@@ -1,30 +1,56 @@
 package rules
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/herald-k8s/herald/config"
 )
 
-func loadPod(t *testing.T, name string) *corev1.Pod {
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// now is the evaluation time of every table case; the fixtures' times are
+// relative to it.
+var now = time.Date(2026, 11, 22, 0, 10, 0, 0, time.UTC)
+
+func loadObject(t testing.TB, name string) runtime.Object {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata/pods", name))
+	data, err := os.ReadFile(filepath.Join("testdata/objects", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pod corev1.Pod
-	if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+	var head struct{ Kind string }
+	if err := yaml.Unmarshal(data, &head); err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string]runtime.Object{
+		"Pod": &corev1.Pod{}, "Node": &corev1.Node{}, "PersistentVolumeClaim": &corev1.PersistentVolumeClaim{},
+		"Deployment": &appsv1.Deployment{}, "StatefulSet": &appsv1.StatefulSet{}, "DaemonSet": &appsv1.DaemonSet{},
+		"Job": &batchv1.Job{}, "Event": &eventsv1.Event{},
+	}
+	obj, ok := objs[head.Kind]
+	if !ok {
+		t.Fatalf("%s: no type for kind %q", name, head.Kind)
+	}
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	return &pod
+	return obj
 }
 
-func compile(t *testing.T, yamlText string) *Set {
+func compile(t testing.TB, yamlText string) *Set {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(yamlText))
 	if err != nil {
@@ -37,98 +63,215 @@ func compile(t *testing.T, yamlText string) *Set {
 	return set
 }
 
-const crashRule = `
-rules:
-  - {name: pod-crashloop, kind: Pod, detector: crashloop, severity: critical, sinks: [out], namespaces: {exclude: ["kube-*"]}}
-sinks:
-  - {name: out, stdout: {}}
-`
+func ruleYAML(kind, detector, extra string) string {
+	return fmt.Sprintf("rules:\n  - {name: r, kind: %s, detector: %s, severity: critical, sinks: [out]%s}\nsinks: [{name: out, stdout: {}}]\n", kind, detector, extra)
+}
 
-func TestCrashLoopDetector(t *testing.T) {
-	set := compile(t, crashRule)
-	type want struct {
-		container  string
-		sustaining bool
+// describe renders findings as "Reason/container" ("~" marks sustaining).
+func describe(fs []Finding) string {
+	var parts []string
+	for _, f := range fs {
+		s := f.Reason
+		if f.Container != "" {
+			s += "/" + f.Container
+		}
+		if f.Sustaining {
+			s += "~"
+		}
+		parts = append(parts, s)
 	}
+	return strings.Join(parts, ",")
+}
+
+func TestDetectors(t *testing.T) {
 	tests := []struct {
-		pod  string
-		want []want
+		kind, detector, extra, file, want string
 	}{
-		{"crashloop.yaml", []want{{"app", false}}},
-		{"between-crashes.yaml", []want{{"app", true}}},
-		{"recovered.yaml", nil},
-		{"healthy.yaml", nil},
-		{"init-crashloop.yaml", []want{{"migrate", false}}},
-		{"init-done.yaml", nil},
-		{"deleting.yaml", nil},
-		{"image-pull.yaml", nil},
+		{"Pod", "crashloop", "", "crashloop.yaml", "CrashLoopBackOff/app"},
+		{"Pod", "crashloop", "", "between-crashes.yaml", "CrashLoopBackOff/app~"},
+		{"Pod", "crashloop", "", "recovered.yaml", ""},
+		{"Pod", "crashloop", "", "healthy.yaml", ""},
+		{"Pod", "crashloop", "", "init-crashloop.yaml", "CrashLoopBackOff/migrate"},
+		{"Pod", "crashloop", "", "init-done.yaml", ""},
+		{"Pod", "crashloop", "", "deleting.yaml", ""},
+		{"Pod", "crashloop", "", "image-pull.yaml", ""},
+		{"Pod", "crashloop", "", "exit0.yaml", ""},
+		{"Pod", "oomkilled", "", "oomkilled-recent.yaml", "OOMKilled/redis"},
+		{"Pod", "oomkilled", "", "oomkilled-old.yaml", ""},
+		{"Pod", "oomkilled", "", "exit137-not-oom.yaml", ""},
+		{"Pod", "image-pull", "", "image-pull.yaml", "ImagePullBackOff/app"},
+		{"Pod", "image-pull", "", "errimagepull.yaml", "ImagePullBackOff/app"},
+		{"Pod", "image-pull", "", "healthy.yaml", ""},
+		{"Pod", "container-error", "", "config-error.yaml", "CreateContainerConfigError/app"},
+		{"Pod", "container-error", "", "crashloop.yaml", ""},
+		{"Pod", "pod-failed", "", "failed.yaml", "PodFailed"},
+		{"Pod", "pod-failed", "", "evicted.yaml", ""},
+		{"Pod", "pod-failed", "", "failed-job-pod.yaml", ""},
+		{"Pod", "pod-failed", "", "succeeded-job-pod.yaml", ""},
+		{"Pod", "evicted", "", "evicted.yaml", "Evicted"},
+		{"Pod", "evicted", "", "failed.yaml", ""},
+		{"Pod", "pending", "", "unschedulable.yaml", "PodPending"},
+		{"Pod", "pending", "", "healthy.yaml", ""},
+		{"Pod", "not-ready", "", "not-ready.yaml", "NotReady/app"},
+		{"Pod", "not-ready", "", "healthy.yaml", ""},
+		{"Pod", "not-ready", "", "terminating-rollout.yaml", ""},
+		{"Pod", "restarts", "", "restarts-recent.yaml", "Restarting/app"},
+		{"Pod", "restarts", "", "restarts-once.yaml", ""},
+		{"Pod", "restarts", ", threshold: 1", "restarts-once.yaml", "Restarting/app"},
+		{"Pod", "restarts", ", window: 30s", "restarts-recent.yaml", ""},
+		{"Deployment", "rollout-stuck", "", "deploy-stuck.yaml", "ProgressDeadlineExceeded"},
+		{"Deployment", "rollout-stuck", "", "deploy-ok.yaml", ""},
+		{"Deployment", "unavailable", "", "deploy-stuck.yaml", "ReplicasUnavailable"},
+		{"Deployment", "unavailable", "", "deploy-ok.yaml", ""},
+		{"StatefulSet", "unavailable", "", "sts-unavailable.yaml", "ReplicasUnavailable"},
+		{"DaemonSet", "unavailable", "", "ds-unavailable.yaml", "ReplicasUnavailable"},
+		{"Job", "job-failed", "", "job-failed.yaml", "JobFailed"},
+		{"Job", "job-failed", "", "job-complete.yaml", ""},
+		{"Job", "cronjob-failed", "", "job-failed.yaml", "CronJobFailed"},
+		{"Job", "cronjob-failed", "", "job-complete.yaml", ""},
+		{"Node", "node-not-ready", "", "node-notready.yaml", "NodeNotReady"},
+		{"Node", "node-not-ready", "", "node-ok.yaml", ""},
+		{"Node", "node-pressure", "", "node-notready.yaml", "MemoryPressure"},
+		{"Node", "node-pressure", "", "node-ok.yaml", ""},
+		{"PersistentVolumeClaim", "pvc-pending", "", "pvc-pending.yaml", "PVCPending"},
+		{"Event", "warning-events", "", "event-backoff.yaml", "FailedMount"},
+		{"Event", "warning-events", ", threshold: 10", "event-backoff.yaml", ""},
+		{"Event", "warning-events", ", reasons: [BackOff]", "event-backoff.yaml", ""},
+		{"Event", "warning-events", "", "event-normal.yaml", ""},
 	}
+	var golden strings.Builder
 	for _, tt := range tests {
-		t.Run(tt.pod, func(t *testing.T) {
-			got, err := set.Evaluate("Pod", loadPod(t, tt.pod))
-			if err != nil {
-				t.Fatal(err)
+		name := tt.detector + "/" + strings.TrimSuffix(tt.file, ".yaml") + tt.extra
+		t.Run(name, func(t *testing.T) {
+			set := compile(t, ruleYAML(tt.kind, tt.detector, tt.extra))
+			got, errs := set.Evaluate(tt.kind, loadObject(t, tt.file), now, nil)
+			if len(errs) > 0 {
+				t.Fatal(errs)
 			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %d findings %+v, want %d", len(got), got, len(tt.want))
+			if d := describe(got); d != tt.want {
+				t.Errorf("findings %q, want %q", d, tt.want)
 			}
-			for i, f := range got {
-				if f.Container != tt.want[i].container || f.Sustaining != tt.want[i].sustaining {
-					t.Errorf("finding %d: container %q sustaining %v, want %+v", i, f.Container, f.Sustaining, tt.want[i])
+			for _, f := range got {
+				if f.Rule != "r" || f.Severity != "critical" || f.Object.Kind == "" || f.Object.UID == "" || len(f.Sinks) != 1 {
+					t.Errorf("finding lacks rule data: %+v", f)
 				}
-				if f.Rule != "pod-crashloop" || f.Reason != "CrashLoopBackOff" || f.Severity != "critical" || f.Object.Kind != "Pod" || f.Object.UID == "" {
-					t.Errorf("finding %d lacks rule data: %+v", i, f)
-				}
+				fmt.Fprintf(&golden, "%s\n  title: %s\n  text:  %s\n", name, f.Title, f.Text)
 			}
 		})
 	}
+	checkGolden(t, "testdata/golden/default-messages.txt", golden.String())
 }
 
-func TestCrashLoopMessage(t *testing.T) {
-	set := compile(t, crashRule)
-	got, err := set.Evaluate("Pod", loadPod(t, "crashloop.yaml"))
-	if err != nil || len(got) != 1 {
-		t.Fatalf("Evaluate = %v, %v", got, err)
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
-	f := got[0]
-	if want := "CrashLoopBackOff: Pod shop/web container app"; f.Title != want {
-		t.Errorf("title %q, want %q", f.Title, want)
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
 	}
-	if want := "CrashLoopBackOff: Pod shop/web container app: restarted 5 times, last exit code 2 (Error)"; f.Text != want {
-		t.Errorf("text %q, want %q", f.Text, want)
-	}
-	if f.Facts["lastMessage"] != "panic: boom" || f.Facts["restartCount"] != "5" {
-		t.Errorf("facts %v", f.Facts)
+	if string(want) != got {
+		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 
-func TestNamespaceScope(t *testing.T) {
-	set := compile(t, crashRule)
-	pod := loadPod(t, "crashloop.yaml")
-	if !set.InScope("Pod", pod) {
-		t.Error("shop should be in scope")
+func TestForAndSinceFromObject(t *testing.T) {
+	set := compile(t, ruleYAML("Pod", "pending", ""))
+	got, _ := set.Evaluate("Pod", loadObject(t, "unschedulable.yaml"), now, nil)
+	if len(got) != 1 || got[0].For != 5*time.Minute || !got[0].Since.Equal(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("pending finding: %+v, want for 5m since creation", got)
 	}
-	pod.Namespace = "kube-system"
-	if set.InScope("Pod", pod) {
-		t.Error("kube-system is excluded by kube-*")
+	set = compile(t, ruleYAML("Pod", "pending", ", for: 1h"))
+	got, _ = set.Evaluate("Pod", loadObject(t, "unschedulable.yaml"), now, nil)
+	if got[0].For != time.Hour {
+		t.Errorf("for: 1h gave %s", got[0].For)
 	}
-	if got, _ := set.Evaluate("Pod", pod); len(got) != 0 {
-		t.Errorf("excluded namespace still evaluated: %v", got)
+	set = compile(t, ruleYAML("Pod", "oomkilled", ""))
+	got, _ = set.Evaluate("Pod", loadObject(t, "oomkilled-recent.yaml"), now, nil)
+	if len(got) != 1 || got[0].RecheckAfter != 5*time.Minute || got[0].Facts["memoryLimit"] != "256Mi" {
+		t.Errorf("oomkilled: %+v, want a recheck in 5m (window end) and the memory limit", got)
 	}
-	if set.InScope("Node", pod) {
+}
+
+func TestScope(t *testing.T) {
+	set := compile(t, `
+rules:
+  - name: r
+    kind: Pod
+    detector: crashloop
+    sinks: [out]
+    labels: "tier in (web, api), !canary"
+    namespaces: {exclude: ["kube-*"], labels: "team=shop"}
+sinks: [{name: out, stdout: {}}]
+`)
+	pod := loadObject(t, "crashloop.yaml").(*corev1.Pod)
+	nsLabels := func(ns string) (map[string]string, bool) {
+		return map[string]map[string]string{"shop": {"team": "shop"}, "kube-system": {"team": "shop"}, "other": {"team": "x"}}[ns], true
+	}
+	pod.Labels = map[string]string{"tier": "web"}
+	if !set.InScope("Pod", pod, nsLabels) {
+		t.Error("tier=web in namespace shop should be in scope")
+	}
+	for name, change := range map[string]func(p *corev1.Pod){
+		"excluded namespace":        func(p *corev1.Pod) { p.Namespace = "kube-system" },
+		"namespace labels mismatch": func(p *corev1.Pod) { p.Namespace = "other" },
+		"object labels mismatch":    func(p *corev1.Pod) { p.Labels = map[string]string{"tier": "db"} },
+		"negated label present":     func(p *corev1.Pod) { p.Labels["canary"] = "true" },
+	} {
+		p := pod.DeepCopy()
+		change(p)
+		if set.InScope("Pod", p, nsLabels) {
+			t.Errorf("%s: in scope", name)
+		}
+		if got, _ := set.Evaluate("Pod", p, now, nsLabels); len(got) != 0 {
+			t.Errorf("%s: evaluated anyway: %v", name, got)
+		}
+	}
+	if set.InScope("Node", pod, nsLabels) {
 		t.Error("no rule watches Node")
 	}
 }
 
 func TestCompileErrors(t *testing.T) {
-	cfg, err := config.Parse("c.yaml", []byte("rules:\n  - {name: a, kind: Gizmo, detector: x, sinks: [o]}\n  - {name: b, kind: Pod, detector: oops, sinks: [o]}\nsinks: [{name: o, stdout: {}}]\n"))
+	cfg, err := config.Parse("c.yaml", []byte(`rules:
+  - {name: a, kind: Gizmo, detector: x, sinks: [o]}
+  - {name: b, kind: Pod, detector: oops, sinks: [o]}
+  - {name: c, kind: Pod, condition: 'object.status.phase == 3 +', sinks: [o]}
+  - name: d
+    kind: Pod
+    condition: |
+      has(object.status) &&
+        object.status.phase.size() + "x"
+    sinks: [o]
+  - {name: e, kind: Pod, condition: 'size(object)', sinks: [o], labels: "a in (b"}
+  - {name: f, kind: Widget, apiVersion: "example.com/v1", condition: "true", sinks: [o], message: {title: "{{ .Name "}}
+sinks: [{name: o, stdout: {}}]
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = Compile(cfg)
-	want := "c.yaml:2:21: rules[0].kind: unsupported kind \"Gizmo\"; supported: Pod\n" +
-		"c.yaml:3:36: rules[1].detector: unknown detector \"oops\" for kind Pod; available: crashloop"
-	if err == nil || err.Error() != want {
-		t.Errorf("Compile error:\n%v\nwant\n%s", err, want)
+	want := []string{
+		`c.yaml:2:21: rules[0].kind: kind Gizmo is not built in: set apiVersion (group/version) for a custom resource`,
+		`c.yaml:3:36: rules[1].detector: unknown detector "oops" for kind Pod; available: container-error, crashloop, evicted, image-pull, not-ready, oomkilled, pending, pod-failed, restarts`,
+		`c.yaml:4:64: rules[2].condition: CEL: Syntax error: mismatched input '<EOF>' expecting`,
+		`c.yaml:9:36: rules[3].condition: CEL: found no matching overload for '_+_' applied to '(int, string)'`,
+		`c.yaml:11:38: rules[4].condition: CEL: the condition must be true or false, but it yields`,
+		`c.yaml:11:73: rules[4].labels: bad label selector:`,
+		`c.yaml:12:107: rules[5].message.title: template: title:1: unclosed action`,
+	}
+	got := strings.Split(err.Error(), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(got), len(want), err)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("error %d:\n got  %s\n want %s…", i, got[i], want[i])
+		}
 	}
 }

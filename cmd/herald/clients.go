@@ -1,0 +1,65 @@
+package main
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/herald-k8s/herald/watcher"
+)
+
+// newClients makes the typed and dynamic clients and a discovery-backed
+// mapper for custom resources. Nothing is requested until first use.
+func newClients(cfg *rest.Config) (watcher.Clients, error) {
+	typed, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return watcher.Clients{}, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return watcher.Clients{}, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return watcher.Clients{}, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	return watcher.Clients{Typed: typed, Dynamic: dyn, Mapper: mapper}, nil
+}
+
+// serveOps serves /metrics, /healthz (the process is up) and /readyz (the
+// caches have synced).
+func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, logger *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { rw.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, _ *http.Request) {
+		if !w.Synced() {
+			http.Error(rw, "caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		rw.Write([]byte("ok\n"))
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			logger.Error("metrics server stopped", "error", err)
+		}
+	}()
+	logger.Info("serving metrics and health", "addr", ln.Addr().String())
+	return srv, nil
+}

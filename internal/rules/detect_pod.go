@@ -1,0 +1,294 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// asPod narrows obj; detectors are only registered for their kind, so a
+// mismatch is a bug worth an error rather than a panic.
+func asPod(obj runtime.Object) (*corev1.Pod, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("pod detector got %T", obj)
+	}
+	return pod, nil
+}
+
+// containers lists a pod's container statuses, init containers first
+// (sidecars are init containers with restartPolicy Always).
+type containerStatus struct {
+	corev1.ContainerStatus
+	init, sidecar bool
+}
+
+func containers(pod *corev1.Pod) []containerStatus {
+	sidecars := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars[c.Name] = true
+		}
+	}
+	out := make([]containerStatus, 0, len(pod.Status.InitContainerStatuses)+len(pod.Status.ContainerStatuses))
+	for _, cs := range pod.Status.InitContainerStatuses {
+		out = append(out, containerStatus{ContainerStatus: cs, init: !sidecars[cs.Name], sidecar: sidecars[cs.Name]})
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		out = append(out, containerStatus{ContainerStatus: cs})
+	}
+	return out
+}
+
+// gone reports pods that are on their way out (rolling update, scale
+// down, kubectl delete): none of their problems is news.
+func gone(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil }
+
+func restartFacts(cs corev1.ContainerStatus) map[string]string {
+	f := map[string]string{"restartCount": strconv.Itoa(int(cs.RestartCount))}
+	if t := cs.LastTerminationState.Terminated; t != nil {
+		f["exitCode"] = strconv.Itoa(int(t.ExitCode))
+		if t.Reason != "" {
+			f["lastReason"] = t.Reason
+		}
+		if t.Message != "" {
+			f["lastMessage"] = t.Message
+		}
+	}
+	return f
+}
+
+func restartDetail(f map[string]string) string {
+	n, _ := strconv.Atoi(f["restartCount"])
+	d := fmt.Sprintf("restarted %d %s", n, plural(n, "time", "times"))
+	if code, ok := f["exitCode"]; ok {
+		d += ", last exit code " + code
+		if r := f["lastReason"]; r != "" {
+			d += " (" + r + ")"
+		}
+	}
+	return d
+}
+
+// detectCrashLoop fires for every container the kubelet holds in
+// CrashLoopBackOff. Between crashes such a container is briefly running;
+// until it is running and ready again (an init container: exited 0) it is
+// reported as Sustaining, so the incident neither resolves nor fires
+// again with each crash cycle.
+func detectCrashLoop(obj runtime.Object, _ Params, _ time.Time) ([]Detection, error) {
+	pod, err := asPod(obj)
+	if err != nil || gone(pod) {
+		return nil, err
+	}
+	var out []Detection
+	for _, cs := range containers(pod) {
+		recovered := cs.State.Running != nil && cs.Ready
+		if cs.init {
+			recovered = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		} else if cs.sidecar {
+			recovered = cs.State.Running != nil && (cs.Started == nil || *cs.Started)
+		}
+		looping := cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+		if !looping && (recovered || cs.RestartCount == 0) {
+			continue
+		}
+		facts := restartFacts(cs.ContainerStatus)
+		out = append(out, Detection{
+			Reason: "CrashLoopBackOff", Container: cs.Name, Facts: facts,
+			Detail: restartDetail(facts), Sustaining: !looping,
+		})
+	}
+	return out, nil
+}
+
+// detectOOMKilled fires when a container was killed for running out of
+// memory, as the kubelet recorded it (reason OOMKilled, not a guess from
+// exit code 137), within the window; repeated kills keep it open.
+func detectOOMKilled(obj runtime.Object, p Params, now time.Time) ([]Detection, error) {
+	pod, err := asPod(obj)
+	if err != nil || gone(pod) {
+		return nil, err
+	}
+	limits := map[string]string{}
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			limits[c.Name] = q.String()
+		}
+	}
+	var out []Detection
+	for _, cs := range containers(pod) {
+		t := cs.State.Terminated
+		if t == nil || t.Reason != "OOMKilled" {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t == nil || t.Reason != "OOMKilled" {
+			continue
+		}
+		wait, recent := recheck(t.FinishedAt.Time, p.Window, now)
+		if !t.FinishedAt.IsZero() && !recent {
+			continue
+		}
+		facts := map[string]string{"restartCount": strconv.Itoa(int(cs.RestartCount)), "exitCode": strconv.Itoa(int(t.ExitCode))}
+		detail := "killed for running out of memory"
+		if l, ok := limits[cs.Name]; ok {
+			facts["memoryLimit"] = l
+			detail += " (limit " + l + ")"
+		}
+		out = append(out, Detection{Reason: "OOMKilled", Container: cs.Name, Facts: facts, Detail: detail,
+			Since: t.FinishedAt.Time, RecheckAfter: wait})
+	}
+	return out, nil
+}
+
+// waitingDetector fires for containers waiting with one of reasons; the
+// incident's reason is the first of them, so flipping between, say,
+// ErrImagePull and ImagePullBackOff stays one incident.
+func waitingDetector(reasons ...string) Detector {
+	return func(obj runtime.Object, _ Params, _ time.Time) ([]Detection, error) {
+		pod, err := asPod(obj)
+		if err != nil || gone(pod) {
+			return nil, err
+		}
+		var out []Detection
+		for _, cs := range containers(pod) {
+			w := cs.State.Waiting
+			if w == nil {
+				continue
+			}
+			for _, r := range reasons {
+				if w.Reason != r {
+					continue
+				}
+				facts := map[string]string{"waitingReason": w.Reason, "image": cs.Image}
+				detail := w.Reason
+				if w.Message != "" {
+					facts["message"] = w.Message
+					detail += ": " + w.Message
+				}
+				out = append(out, Detection{Reason: reasons[0], Container: cs.Name, Facts: facts, Detail: detail})
+			}
+		}
+		return out, nil
+	}
+}
+
+var (
+	detectImagePull = waitingDetector("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
+	// Each of these is its own incident: they have different fixes.
+	detectContainerError = func(obj runtime.Object, p Params, now time.Time) ([]Detection, error) {
+		var out []Detection
+		for _, r := range []string{"CreateContainerConfigError", "CreateContainerError", "RunContainerError"} {
+			d, err := waitingDetector(r)(obj, p, now)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d...)
+		}
+		return out, nil
+	}
+)
+
+// detectPodFailed fires for pods in phase Failed, other than evictions
+// (their own detector) and Job pods (the Job's detector speaks for them).
+func detectPodFailed(obj runtime.Object, _ Params, _ time.Time) ([]Detection, error) {
+	pod, err := asPod(obj)
+	if err != nil || gone(pod) || pod.Status.Phase != corev1.PodFailed || pod.Status.Reason == "Evicted" {
+		return nil, err
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "Job" {
+			return nil, nil
+		}
+	}
+	facts := map[string]string{}
+	detail := "the pod failed"
+	if pod.Status.Reason != "" {
+		facts["reason"] = pod.Status.Reason
+		detail += ": " + pod.Status.Reason
+	}
+	if pod.Status.Message != "" {
+		facts["message"] = pod.Status.Message
+		detail += ": " + pod.Status.Message
+	}
+	return []Detection{{Reason: "PodFailed", Facts: facts, Detail: detail}}, nil
+}
+
+// detectEvicted fires for evicted pods, with the kubelet's reason.
+func detectEvicted(obj runtime.Object, _ Params, _ time.Time) ([]Detection, error) {
+	pod, err := asPod(obj)
+	if err != nil || gone(pod) || pod.Status.Phase != corev1.PodFailed || pod.Status.Reason != "Evicted" {
+		return nil, err
+	}
+	return []Detection{{Reason: "Evicted", Facts: map[string]string{"message": pod.Status.Message}, Detail: pod.Status.Message}}, nil
+}
+
+// detectPending fires for pods still Pending (unscheduled, or scheduled
+// but not started); with its default for: of 5m, only for slow ones.
+func detectPending(obj runtime.Object, _ Params, _ time.Time) ([]Detection, error) {
+	pod, err := asPod(obj)
+	if err != nil || gone(pod) || pod.Status.Phase != corev1.PodPending {
+		return nil, err
+	}
+	d := Detection{Reason: "PodPending", Since: pod.CreationTimestamp.Time, Facts: map[string]string{"scheduled": "true"}, Detail: "the pod has not started"}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			d.Facts["scheduled"] = "false"
+			d.Facts["message"] = c.Message
+			d.Detail = "the pod cannot be scheduled"
+			if c.Message != "" {
+				d.Detail += ": " + c.Message
+			}
+		}
+	}
+	return []Detection{d}, nil
+}
+
+// detectNotReady fires for containers of running pods that are not ready
+// (with its default for: of 5m, only for lasting ones).
+func detectNotReady(obj runtime.Object, _ Params, _ time.Time) ([]Detection, error) {
+	pod, err := asPod(obj)
+	if err != nil || gone(pod) || pod.Status.Phase != corev1.PodRunning {
+		return nil, err
+	}
+	var since time.Time
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.ContainersReady && c.Status != corev1.ConditionTrue {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	var out []Detection
+	for _, cs := range containers(pod) {
+		if cs.init || cs.Ready {
+			continue
+		}
+		out = append(out, Detection{Reason: "NotReady", Container: cs.Name, Since: since,
+			Facts: map[string]string{"restartCount": strconv.Itoa(int(cs.RestartCount))}, Detail: "the container is not ready"})
+	}
+	return out, nil
+}
+
+// detectRestarts fires for containers that have restarted at least
+// threshold times and whose last restart is within the window.
+func detectRestarts(obj runtime.Object, p Params, now time.Time) ([]Detection, error) {
+	pod, err := asPod(obj)
+	if err != nil || gone(pod) {
+		return nil, err
+	}
+	var out []Detection
+	for _, cs := range containers(pod) {
+		t := cs.LastTerminationState.Terminated
+		if int(cs.RestartCount) < p.Threshold || t == nil {
+			continue
+		}
+		wait, recent := recheck(t.FinishedAt.Time, p.Window, now)
+		if !recent {
+			continue
+		}
+		facts := restartFacts(cs.ContainerStatus)
+		out = append(out, Detection{Reason: "Restarting", Container: cs.Name, Facts: facts, Detail: restartDetail(facts), RecheckAfter: wait})
+	}
+	return out, nil
+}
