@@ -59,7 +59,11 @@ func (r *receiver) next(t *testing.T, timeout time.Duration) sinks.Payload {
 
 // startHerald runs `herald run` in-process against env, as the binary
 // would, and stops it (checking its exit code) when the test ends.
-func startHerald(t *testing.T, env *testenv.Env, configYAML string) *bytes.Buffer {
+func startHerald(t *testing.T, env *testenv.Env, configYAML string) *syncBuffer {
+	return startHeraldArgs(t, env, configYAML, "--metrics-addr", "127.0.0.1:0")
+}
+
+func startHeraldArgs(t *testing.T, env *testenv.Env, configYAML string, extra ...string) *syncBuffer {
 	t.Helper()
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
@@ -74,7 +78,8 @@ func startHerald(t *testing.T, env *testenv.Env, configYAML string) *bytes.Buffe
 	logs := &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- runMain(ctx, []string{"run", "--config", cfgPath, "--kubeconfig", kc, "--log-format", "text", "--metrics-addr", "127.0.0.1:0"}, logs, logs)
+		args := append([]string{"run", "--config", cfgPath, "--kubeconfig", kc, "--log-format", "text"}, extra...)
+		done <- runMain(ctx, args, logs, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -87,7 +92,7 @@ func startHerald(t *testing.T, env *testenv.Env, configYAML string) *bytes.Buffe
 			t.Errorf("herald did not stop within 30s of cancellation")
 		}
 	})
-	return &logs.Buffer
+	return logs
 }
 
 type syncBuffer struct {

@@ -45,7 +45,7 @@ current-context: c
 	tests := []struct{ file, want string }{
 		{"../../config/testdata/missing-sink.yaml", `missing-sink.yaml:5:18: rules[0].sinks[1]: unknown sink "pager"`},
 		{"../../config/testdata/unknown-key.yaml", `unknown-key.yaml:6:5: rules[0].sevrity: unknown field "sevrity"; did you mean "severity"?`},
-		{"testdata/unknown-detector.yaml", `unknown-detector.yaml:4:15: rules[0].detector: unknown detector "crashlop" for kind Pod; available: crashloop`},
+		{"testdata/unknown-detector.yaml", `unknown-detector.yaml:4:15: rules[0].detector: unknown detector "crashlop" for kind Pod; available: container-error, crashloop, evicted`},
 		{"testdata/does-not-exist.yaml", `no such file or directory`},
 	}
 	for _, tt := range tests {
@@ -65,10 +65,18 @@ current-context: c
 	}
 }
 
+// TestValidate checks every example under examples/ (what docs/rules.md
+// shows) and a bad file.
 func TestValidate(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := runMain(context.Background(), []string{"validate", "-f", "../../examples/demo.yaml"}, &stdout, &stderr); code != 0 {
-		t.Errorf("validate examples/demo.yaml: exit %d: %s", code, stderr.String())
+	examples, _ := filepath.Glob("../../examples/*.yaml")
+	if len(examples) < 4 {
+		t.Fatalf("found %d examples", len(examples))
+	}
+	for _, ex := range examples {
+		if code := runMain(context.Background(), []string{"validate", "-f", ex}, &stdout, &stderr); code != 0 {
+			t.Errorf("validate %s: exit %d: %s", ex, code, stderr.String())
+		}
 	}
 	stdout.Reset()
 	stderr.Reset()
@@ -81,5 +89,29 @@ func TestVersion(t *testing.T) {
 	var stdout bytes.Buffer
 	if code := runMain(context.Background(), []string{"version"}, &stdout, &stdout); code != 0 || stdout.String() != "herald dev\n" {
 		t.Errorf("version: exit %d, output %q", code, stdout.String())
+	}
+}
+
+// TestDryRun runs herald test on objects from files: the rules that fire
+// and their exact messages, nothing sent.
+func TestDryRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := runMain(context.Background(), []string{"test", "-f", "testdata/dry-run.yaml",
+		"--object", "../../internal/rules/testdata/objects/crashloop.yaml",
+		"--object", "testdata/widgets.yaml"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	want := `Pod shop/web: rule crash FIRES [critical → out]
+  title: CrashLoopBackOff: Pod shop/web container app
+  text:  CrashLoopBackOff: Pod shop/web container app: restarted 5 times, last exit code 2 (Error)
+Widget default/w1: rule widget-broken FIRES [warning → out]
+  title: Widget w1 is broken
+  text:  WidgetBroken: Widget default/w1
+Widget default/w2: no rule fires
+3 objects tested, 2 findings
+`
+	if stdout.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", stdout.String(), want)
 	}
 }

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+var (
+	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	widgetGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+)
+
+// installWidgetCRD creates a namespaced Widget CRD and waits until it is
+// served.
+func installWidgetCRD(t *testing.T, dyn dynamic.Interface) {
+	t.Helper()
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": "widgets.example.com"},
+		"spec": map[string]any{
+			"group": "example.com",
+			"names": map[string]any{"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+			"scope": "Namespaced",
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				}},
+			}},
+		},
+	}}
+	ctx := context.Background()
+	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("Widget CRD not served: %v", err)
+	}
+}
+
+func widget(name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": "default"},
+		"spec":     spec,
+	}}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// metricValue scrapes one sample from herald's /metrics.
+func metricValue(t *testing.T, addr, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile("(?m)^" + regexp.QuoteMeta(sample) + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// TestCELRuleOnCustomResource: a CEL rule on a CRD fires and resolves on
+// the real control plane, while a rule whose CEL fails at run time on the
+// same objects is counted, logged once, and stops nothing.
+func TestCELRuleOnCustomResource(t *testing.T) {
+	env := testenv.New(t)
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installWidgetCRD(t, dyn)
+	recv := newReceiver(t)
+	metricsAddr := freeAddr(t)
+	logs := startHeraldArgs(t, env, fmt.Sprintf(`
+rules:
+  - name: widget-broken
+    kind: Widget
+    apiVersion: example.com/v1
+    condition: 'has(object.spec.broken) && object.spec.broken == true'
+    reason: WidgetBroken
+    severity: critical
+    message:
+      title: 'Widget {{ .Name }} is broken'
+      text: 'owner: {{ .Object.spec.owner | default "nobody" }}'
+    sinks: [hook]
+  - name: widget-bad-cel
+    kind: Widget
+    apiVersion: example.com/v1
+    condition: 'object.spec.missing.deep == 1'
+    sinks: [hook]
+sinks:
+  - name: hook
+    webhook:
+      url: %s/herald
+`, recv.URL), "--metrics-addr", metricsAddr)
+
+	ctx := context.Background()
+	widgets := dyn.Resource(widgetGVR).Namespace("default")
+	for i := range 3 { // three objects the bad rule fails on
+		if _, err := widgets.Create(ctx, widget(fmt.Sprintf("ok-%d", i), map[string]any{"broken": false}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := widgets.Create(ctx, widget("w1", map[string]any{"broken": true, "owner": "team-a"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fired := recv.next(t, 10*time.Second)
+	if fired.Transition != "firing" || fired.Object.Kind != "Widget" || fired.Object.Name != "w1" ||
+		fired.Incident.Reason != "WidgetBroken" || fired.Title != "Widget w1 is broken" || fired.Text != "owner: team-a" {
+		t.Fatalf("got %+v, want firing for Widget w1 with the rule's templates", fired)
+	}
+	w1, err := widgets.Get(ctx, "w1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.SetNestedField(w1.Object, false, "spec", "broken")
+	if _, err := widgets.Update(ctx, w1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resolved := recv.next(t, 10*time.Second)
+	if resolved.Transition != "resolved" || resolved.Object.Name != "w1" || resolved.Incident.ID != fired.Incident.ID {
+		t.Fatalf("got %+v, want resolved for w1", resolved)
+	}
+
+	// The bad rule fails on every widget (4 objects, 5 evaluations at
+	// least) yet is logged once within the minute.
+	badErrors := `herald_rule_evaluation_errors_total{rule="widget-bad-cel"}`
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return metricValue(t, metricsAddr, badErrors) >= 5, nil
+	})
+	if err != nil {
+		t.Errorf("%s = %v, want at least 5", badErrors, metricValue(t, metricsAddr, badErrors))
+	}
+	if n := strings.Count(logs.String(), `msg="rule evaluation failed" rule=widget-bad-cel`); n != 1 {
+		t.Errorf("the bad rule was logged %d times, want once per minute:\n%s", n, logs)
+	}
+	if n := metricValue(t, metricsAddr, `herald_rule_evaluation_errors_total{rule="widget-broken"}`); n != 0 {
+		t.Errorf("the good rule counted %v errors", n)
+	}
+}
