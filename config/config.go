@@ -16,13 +16,31 @@ import (
 // Config is the whole configuration file.
 type Config struct {
 	// Workers is how many reconcile workers run in parallel (default 4).
-	Workers int    `yaml:"workers"`
-	Rules   []Rule `yaml:"rules"`
-	Sinks   []Sink `yaml:"sinks"`
+	Workers   int       `yaml:"workers"`
+	Incidents Incidents `yaml:"incidents"`
+	Rules     []Rule    `yaml:"rules"`
+	Sinks     []Sink    `yaml:"sinks"`
 
 	file  string
 	pos   positions
 	lines []string // the file's text, to place errors inside values
+}
+
+// Incidents tune the incident lifecycle and the ledger.
+type Incidents struct {
+	// Startup says what happens to the problems found on a first start
+	// (empty ledger): digest (default: one summary per sink), notify (one
+	// notification each) or silent (recorded, not sent).
+	Startup string `yaml:"startup"`
+	// ResolveHoldDown is how long a problem must stay gone before its
+	// incident resolves; a problem that returns within it continues the
+	// same incident (damps flapping). Default 0s.
+	ResolveHoldDown time.Duration `yaml:"resolveHoldDown"`
+	// Retention is how long resolved incidents stay in the ledger
+	// (default 24h).
+	Retention time.Duration `yaml:"retention"`
+	// LedgerName prefixes the ledger's ConfigMaps (default herald-ledger).
+	LedgerName string `yaml:"ledgerName"`
 }
 
 // Rule says which objects to look at, what counts as a problem, and where
@@ -61,6 +79,14 @@ type Rule struct {
 	Labels string `yaml:"labels"`
 	// Message overrides the default title and text (Go templates).
 	Message Message `yaml:"message"`
+	// GroupBy: workload makes the pods of one Deployment, StatefulSet,
+	// DaemonSet or Job one incident ("api: 3/10 pods CrashLoopBackOff").
+	GroupBy string `yaml:"groupBy"`
+	// Repeat re-sends a still-firing incident this often (default off).
+	Repeat time.Duration `yaml:"repeat"`
+	// RestartStep sends an update when a container's restart count has
+	// risen this much since the last notification (default 5; -1: never).
+	RestartStep int `yaml:"restartStep"`
 	// Sinks the rule's notifications go to, by name.
 	Sinks []string `yaml:"sinks"`
 }
@@ -120,6 +146,10 @@ const (
 	DefaultSeverity       = "warning"
 	DefaultWebhookTimeout = 10 * time.Second
 	DefaultStdoutFormat   = "text"
+	DefaultStartup        = "digest"
+	DefaultRetention      = 24 * time.Hour
+	DefaultLedgerName     = "herald-ledger"
+	DefaultRestartStep    = 5
 )
 
 // Load reads, decodes, defaults and validates the file at path. The error,
@@ -198,10 +228,22 @@ func (c *Config) applyDefaults() {
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
+	if c.Incidents.Startup == "" {
+		c.Incidents.Startup = DefaultStartup
+	}
+	if c.Incidents.Retention == 0 {
+		c.Incidents.Retention = DefaultRetention
+	}
+	if c.Incidents.LedgerName == "" {
+		c.Incidents.LedgerName = DefaultLedgerName
+	}
 	for i := range c.Rules {
 		r := &c.Rules[i]
 		if r.Severity == "" {
 			r.Severity = DefaultSeverity
+		}
+		if r.RestartStep == 0 {
+			r.RestartStep = DefaultRestartStep
 		}
 	}
 	for i := range c.Sinks {

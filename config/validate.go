@@ -25,6 +25,15 @@ func (c *Config) validate() Errors {
 		add("workers", "must be between 1 and 256, got %d", c.Workers)
 	}
 
+	switch c.Incidents.Startup {
+	case "digest", "notify", "silent":
+	default:
+		add("incidents.startup", "must be digest, notify or silent; got %q", c.Incidents.Startup)
+	}
+	if !nameRE.MatchString(c.Incidents.LedgerName) || len(c.Incidents.LedgerName) > 40 {
+		add("incidents.ledgerName", "%q is not a valid ConfigMap name prefix (lower-case letters, digits, '-'; at most 40)", c.Incidents.LedgerName)
+	}
+
 	sinkNames := map[string]bool{}
 	for i, s := range c.Sinks {
 		p := fmt.Sprintf("sinks[%d]", i)
@@ -81,6 +90,12 @@ func (c *Config) validate() Errors {
 			add(p, "a rule needs a detector (e.g. detector: crashloop) or a CEL condition")
 		case r.Detector != "" && r.Condition != "":
 			add(p+".condition", "a rule has either a detector or a condition, not both")
+		}
+		if r.GroupBy != "" && r.GroupBy != "workload" {
+			add(p+".groupBy", "the only grouping is workload; got %q", r.GroupBy)
+		}
+		if r.RestartStep < -1 {
+			add(p+".restartStep", "must be a positive step, or -1 for never; got %d", r.RestartStep)
 		}
 		if r.Threshold < 0 {
 			add(p+".threshold", "must not be negative, got %d", r.Threshold)

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -41,6 +43,14 @@ type Options struct {
 	Metrics    *Metrics
 	// Now is the clock rules evaluate against (time.Now in production).
 	Now func() time.Time
+	// FirstStart is true when the ledger was empty (a first install):
+	// what the first full reconcile finds is sent as Startup says:
+	// "digest" (one summary per sink), "notify" or "silent".
+	FirstStart bool
+	Startup    string
+	// Delivered marks a notification as accepted by a sink without
+	// sending it (startup: silent).
+	Delivered func(n incident.Notification, sink string)
 }
 
 // Controller runs the reconcile loop.
@@ -68,6 +78,11 @@ func New(opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[watcher.Key]{Name: "herald"},
 		),
 		ruleErrs: newErrorLog(time.Minute, opts.Now),
+	}
+	if opts.Rules.GroupsByWorkload() {
+		if err := opts.Watcher.IndexPodsByWorkload(); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Rules.NeedsNamespaces() {
 		if _, err := opts.Watcher.Informer("Namespace"); err != nil {
@@ -167,8 +182,11 @@ func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
 // Run waits for the caches, then runs the workers until ctx ends. It
 // returns after the workers have finished their current keys.
 func (c *Controller) Run(ctx context.Context) error {
-	defer runtime.HandleCrashWithContext(ctx)
+	defer utilruntime.HandleCrashWithContext(ctx)
 	if err := c.Watcher.WaitForCacheSync(ctx); err != nil {
+		return err
+	}
+	if err := c.startupReconcile(ctx); err != nil {
 		return err
 	}
 	c.Logger.Info("starting workers", "workers", c.Workers)
@@ -208,15 +226,117 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
+// startupReconcile runs once the caches are synced, before the workers:
+// it first hands the sinks what the ledger says was never delivered, then
+// reconciles every cached object and every object the ledger counts as
+// affected (those deleted while herald was down resolve here). On a first
+// start its notifications go out as Startup says; otherwise they are real
+// changes that happened while herald was away, and go out as usual.
+func (c *Controller) startupReconcile(ctx context.Context) error {
+	start := time.Now()
+	undelivered := c.Incidents.Undelivered()
+	for _, n := range undelivered {
+		if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
+			return err
+		}
+	}
+	keys := map[watcher.Key]bool{}
+	for _, kind := range c.Watcher.Kinds() {
+		if kind == "Namespace" && !slices.Contains(c.Rules.Kinds(), kind) {
+			continue
+		}
+		objs, err := c.Watcher.List(kind)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if k, ok := watcher.KeyFor(kind, o); ok {
+				keys[k] = true
+			}
+		}
+	}
+	for _, s := range c.Incidents.MemberKeys() {
+		if k, ok := watcher.ParseKey(s); ok {
+			keys[k] = true
+		}
+	}
+	var notes []incident.Notification
+	for k := range keys {
+		found, err := c.evaluate(k)
+		if err != nil {
+			c.Logger.Warn("startup reconcile failed; the worker will retry", "key", k.String(), "error", err)
+			c.queue.Add(k)
+			continue
+		}
+		notes = append(notes, found...)
+	}
+	mode := "changes"
+	if c.FirstStart {
+		mode = c.Startup
+	}
+	c.Logger.Info("startup reconcile done", "objects", len(keys), "notifications", len(notes), "resent", len(undelivered), "mode", mode, "duration", time.Since(start).Round(time.Millisecond))
+	switch mode {
+	case "silent":
+		for _, n := range notes {
+			for _, s := range n.Incident.Sinks {
+				c.Delivered(n, s)
+			}
+		}
+		return nil
+	case "digest":
+		return c.dispatchDigests(ctx, notes)
+	}
+	for _, n := range notes {
+		if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dispatchDigests sends each sink one message listing the incidents found.
+func (c *Controller) dispatchDigests(ctx context.Context, notes []incident.Notification) error {
+	bySink := map[string][]incident.Notification{}
+	for _, n := range notes {
+		for _, s := range n.Incident.Sinks {
+			bySink[s] = append(bySink[s], n)
+		}
+	}
+	for sink, list := range bySink {
+		d := incident.Notification{Transition: incident.Digest, Time: c.Now(), Digest: list,
+			Incident: incident.Incident{Sinks: []string{sink}}}
+		if err := c.Dispatcher.Dispatch(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // reconcile is level-triggered: it reads the object as it is now, asks
 // the rules what is wrong with it, and lets the incident tracker decide
 // what is new, what is over, and what was already said.
 func (c *Controller) reconcile(ctx context.Context, key watcher.Key) error {
+	notes, err := c.evaluate(key)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range notes {
+		if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// evaluate reads the object, runs the rules and updates the incidents; it
+// returns the notifications to send.
+func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) {
 	start := time.Now()
 	defer func() { c.Metrics.ReconcileSeconds.Observe(time.Since(start).Seconds()) }()
 	obj, exists, err := c.Watcher.Get(key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var findings []rules.Finding
 	if exists {
@@ -230,18 +350,33 @@ func (c *Controller) reconcile(ctx context.Context, key watcher.Key) error {
 				c.Logger.Error("rule evaluation failed", "rule", re.Rule, "object", key.String(), "error", re.Err, "failuresSinceLastLog", n)
 			}
 		}
+		c.addGroups(obj, findings)
 	}
 	notes, recheck := c.Incidents.Reconcile(key.String(), findings)
 	if recheck > 0 {
 		c.queue.AddAfter(key, recheck)
 	}
-	var errs []error
 	for _, n := range notes {
 		c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
 		c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "object", key.String(), "container", n.Incident.Container, "id", n.ID())
-		if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
-			errs = append(errs, err)
-		}
 	}
-	return errors.Join(errs...)
+	return notes, nil
+}
+
+// addGroups names the workload of findings whose rule groups by workload,
+// and how many pods it has, from the cache.
+func (c *Controller) addGroups(obj runtime.Object, findings []rules.Finding) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	for i := range findings {
+		f := &findings[i]
+		if !f.GroupByWorkload {
+			continue
+		}
+		kind, name := watcher.Workload(m)
+		f.Group = &rules.ObjectRef{Kind: kind, Namespace: m.GetNamespace(), Name: name}
+		f.GroupTotal = c.Watcher.CountByWorkload(m.GetNamespace(), kind, name)
+	}
 }

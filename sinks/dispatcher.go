@@ -29,7 +29,13 @@ type Dispatcher struct {
 	sinks  map[string]Sink
 	closed chan struct{}
 	close  sync.Once
+	// delivered is told of every notification a sink accepted.
+	delivered func(n incident.Notification, sink string)
 }
+
+// OnDelivered sets the function told of every notification a sink
+// accepted (the incident ledger's bookkeeping). Call before Run.
+func (d *Dispatcher) OnDelivered(f func(n incident.Notification, sink string)) { d.delivered = f }
 
 // NewDispatcher makes a dispatcher for sinks; names must be unique.
 func NewDispatcher(logger *slog.Logger, sinks ...Sink) *Dispatcher {
@@ -106,6 +112,9 @@ func (d *Dispatcher) deliver(ctx context.Context, s Sink, n incident.Notificatio
 		err := s.Send(ctx, n)
 		if err == nil {
 			d.logger.Debug("notification delivered", "sink", s.Name(), "id", n.ID(), "transition", n.Transition, "attempt", attempt)
+			if d.delivered != nil {
+				d.delivered(n, s.Name())
+			}
 			return
 		}
 		retry, after := IsRetryable(err)

@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
@@ -26,6 +27,8 @@ type Payload struct {
 	Title      string            `json:"title"`
 	Text       string            `json:"text"`
 	Facts      map[string]string `json:"facts,omitempty"`
+	// Digest lists the incidents a digest summarises (transition digest).
+	Digest []Payload `json:"digest,omitempty"`
 }
 
 // PayloadIncident identifies the incident.
@@ -48,6 +51,14 @@ type PayloadObject struct {
 
 // NewPayload builds the payload of n.
 func NewPayload(n incident.Notification) Payload {
+	if n.Transition == incident.Digest {
+		p := Payload{Version: PayloadVersion, ID: n.ID(), Transition: string(n.Transition), Time: n.Time.UTC(),
+			Title: DigestTitle(n), Text: DigestTitle(n)}
+		for _, d := range n.Digest {
+			p.Digest = append(p.Digest, NewPayload(d))
+		}
+		return p
+	}
 	inc := n.Incident
 	return Payload{
 		Version:    PayloadVersion,
@@ -65,4 +76,9 @@ func NewPayload(n incident.Notification) Payload {
 		Text:      inc.Text,
 		Facts:     inc.Facts,
 	}
+}
+
+// DigestTitle summarises a digest in one line.
+func DigestTitle(n incident.Notification) string {
+	return fmt.Sprintf("herald started: %d open %s", len(n.Digest), map[bool]string{true: "incident", false: "incidents"}[len(n.Digest) == 1])
 }

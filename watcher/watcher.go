@@ -35,6 +35,18 @@ func (k Key) String() string {
 	return k.Kind + "/" + k.Namespace + "/" + k.Name
 }
 
+// ParseKey is the inverse of Key.String.
+func ParseKey(s string) (Key, bool) {
+	parts := strings.Split(s, "/")
+	switch len(parts) {
+	case 2:
+		return Key{Kind: parts[0], Name: parts[1]}, parts[0] != "" && parts[1] != ""
+	case 3:
+		return Key{Kind: parts[0], Namespace: parts[1], Name: parts[2]}, parts[0] != "" && parts[2] != ""
+	}
+	return Key{}, false
+}
+
 // cacheKey is the informer store's key for k (namespace/name).
 func (k Key) cacheKey() string {
 	if k.Namespace == "" {
@@ -266,4 +278,64 @@ func (w *Watcher) List(kind string) ([]runtime.Object, error) {
 		out = append(out, it.(runtime.Object))
 	}
 	return out, nil
+}
+
+// WorkloadIndex is the name of the pod cache index by owning workload.
+const WorkloadIndex = "workload"
+
+// Workload names the controller that owns a pod: a Deployment (through its
+// ReplicaSet, whose name is the Deployment's plus the pod-template-hash),
+// StatefulSet, DaemonSet, Job or bare ReplicaSet; a pod nobody owns is its
+// own workload. It reads only the pod, so it costs no API call.
+func Workload(obj metav1.Object) (kind, name string) {
+	for _, o := range obj.GetOwnerReferences() {
+		if o.Controller == nil || !*o.Controller {
+			continue
+		}
+		if o.Kind == "ReplicaSet" {
+			if hash := obj.GetLabels()["pod-template-hash"]; hash != "" && strings.HasSuffix(o.Name, "-"+hash) {
+				return "Deployment", strings.TrimSuffix(o.Name, "-"+hash)
+			}
+		}
+		return o.Kind, o.Name
+	}
+	return "Pod", obj.GetName()
+}
+
+// WorkloadKey is the index value of a pod's workload.
+func WorkloadKey(namespace, kind, name string) string {
+	return namespace + "/" + kind + "/" + name
+}
+
+// CountByWorkload counts the cached pods of a workload (0 without the
+// index: the pod informer gets it when some rule groups by workload).
+func (w *Watcher) CountByWorkload(namespace, kind, name string) int {
+	w.mu.Lock()
+	inf, ok := w.informers["Pod"]
+	w.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	items, err := inf.GetIndexer().IndexKeys(WorkloadIndex, WorkloadKey(namespace, kind, name))
+	if err != nil {
+		return 0
+	}
+	return len(items)
+}
+
+// IndexPodsByWorkload adds the workload index to the pod informer; call
+// before Start.
+func (w *Watcher) IndexPodsByWorkload() error {
+	inf, err := w.Informer("Pod")
+	if err != nil {
+		return err
+	}
+	return inf.AddIndexers(cache.Indexers{WorkloadIndex: func(obj any) ([]string, error) {
+		m, err := objectMeta(obj)
+		if err != nil {
+			return nil, nil
+		}
+		kind, name := Workload(m)
+		return []string{WorkloadKey(m.GetNamespace(), kind, name)}, nil
+	}})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -37,6 +38,8 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	metricsAddr := fs.String("metrics-addr", ":8080", "address of /metrics, /healthz and /readyz; empty to disable")
+	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "default"), "herald's own namespace, where the ledger ConfigMaps live")
+	noPersist := fs.Bool("no-persist", false, "keep the incident ledger in memory only (restarts forget what was sent)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -75,16 +78,33 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var store incident.Store = &incident.MemoryStore{}
+	if !*noPersist {
+		store = incident.NewConfigMapStore(clients.Typed, *namespace, cfg.Incidents.LedgerName)
+	}
+	tracker := incident.NewTracker(incident.Options{Now: time.Now, HoldDown: cfg.Incidents.ResolveHoldDown, Retention: cfg.Incidents.Retention})
+	loaded, err := loadLedger(ctx, store, logger)
+	if err != nil {
+		logger.Error("cannot read the incident ledger; refusing to start rather than repeat every open incident", "namespace", *namespace, "error", err)
+		return 1
+	}
+	tracker.Restore(loaded)
+	logger.Info("incident ledger loaded", "incidents", len(loaded), "persisted", !*noPersist, "namespace", *namespace)
+
 	w := watcher.New(clients, 0, logger)
 	dispatcher := sinks.NewDispatcher(logger, sinkList...)
+	dispatcher.OnDelivered(tracker.Delivered)
 	ctrl, err := handlers.New(handlers.Options{
 		Watcher:    w,
 		Rules:      ruleSet,
-		Incidents:  incident.NewTracker(time.Now),
+		Incidents:  tracker,
 		Dispatcher: dispatcher,
 		Workers:    cfg.Workers,
 		Logger:     logger,
 		Metrics:    handlers.NewMetrics(reg),
+		FirstStart: len(loaded) == 0,
+		Startup:    cfg.Incidents.Startup,
+		Delivered:  tracker.Delivered,
 	})
 	if err != nil {
 		logger.Error("setting up watches", "error", err)
@@ -105,13 +125,17 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	// reconciles queued is still sent after SIGTERM.
 	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSinks()
-	var wg sync.WaitGroup
+	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))
+	var wg, ledgerDone sync.WaitGroup
+	ledgerDone.Go(func() { incident.Persist(ledgerCtx, tracker, store, logger) })
 	wg.Go(func() { dispatcher.Run(sinkCtx) })
 	runErr := ctrl.Run(ctx)
 	dispatcher.Close()
 	grace := time.AfterFunc(shutdownGrace, stopSinks)
 	wg.Wait()
 	grace.Stop()
+	stopLedger() // after the sinks: the final write records their deliveries
+	ledgerDone.Wait()
 	w.Shutdown()
 	if runErr != nil {
 		logger.Error("herald stopped with an error", "error", runErr)
@@ -119,6 +143,33 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	}
 	logger.Info("herald stopped")
 	return 0
+}
+
+// loadLedger reads the ledger, retrying API errors for up to 30 s.
+func loadLedger(ctx context.Context, store incident.Store, logger *slog.Logger) ([]incident.Incident, error) {
+	warn := func(msg string, args ...any) { logger.Warn(msg, args...) }
+	var lastErr error
+	for attempt := range 6 {
+		incs, err := store.Load(ctx, warn)
+		if err == nil {
+			return incs, nil
+		}
+		lastErr = err
+		logger.Warn("reading the incident ledger failed; retrying", "attempt", attempt+1, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return nil, lastErr
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // loadConfig loads the file and compiles its rules: every error found,

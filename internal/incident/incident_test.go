@@ -18,7 +18,7 @@ func finding(uid, container string, sustaining bool, restarts string) rules.Find
 
 func TestLifecycle(t *testing.T) {
 	clock := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
-	tr := NewTracker(func() time.Time { clock = clock.Add(time.Second); return clock })
+	tr := NewTracker(Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
 	const key = "Pod/shop/web"
 
 	steps := []struct {
@@ -80,7 +80,7 @@ func TestFingerprintStable(t *testing.T) {
 
 func TestForWaitsBeforeFiring(t *testing.T) {
 	clock := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
-	tr := NewTracker(func() time.Time { return clock })
+	tr := NewTracker(Options{Now: func() time.Time { return clock }})
 	pending := finding("u1", "", false, "0")
 	pending.Reason, pending.For = "PodPending", 5*time.Minute
 

@@ -41,10 +41,10 @@ func templateFuncs() template.FuncMap {
 
 // TemplateData is what message templates see; docs/rules.md lists it.
 type TemplateData struct {
-	Rule, Severity, Reason    string
-	Kind, Namespace, Name     string
-	Container                 string
-	Facts                     map[string]string
+	Rule, Severity, Reason string
+	Kind, Namespace, Name  string
+	Container              string
+	Facts                  map[string]string
 	// Detail is the detector's one-sentence description.
 	Detail string
 	// Object is the whole object as JSON-shaped data, e.g.

@@ -48,6 +48,15 @@ type Finding struct {
 	// long even if it does not change: the finding ends by the passing of
 	// time (an OOM kill older than the rule's window).
 	RecheckAfter time.Duration
+	// Lifecycle settings of the rule, for the incident tracker.
+	GroupByWorkload bool
+	Repeat          time.Duration
+	RestartStep     int
+	// Group is the workload a grouped finding belongs to, and GroupTotal
+	// how many pods it has; the reconcile loop fills them in from the
+	// cache (the rules see one object at a time).
+	Group      *ObjectRef
+	GroupTotal int
 }
 
 // RuleError is a rule that failed on one object; the other rules' findings
@@ -69,7 +78,9 @@ type Rule struct {
 	include, exclude             []string
 	nsSelector, selector         labels.Selector
 	sinks                        []string
-	forDur                       time.Duration
+	forDur, repeat               time.Duration
+	groupBy                      bool
+	restartStep                  int
 	detector                     Detector
 	params                       Params
 	condition                    *condition
@@ -81,6 +92,8 @@ type Set struct {
 	byKind map[string][]*Rule
 	// needsNamespaces is true when some rule selects namespaces by label.
 	needsNamespaces bool
+	// groups is true when some rule groups by workload.
+	groups bool
 }
 
 // Compile checks and compiles the configured rules: kinds, detectors, CEL
@@ -100,6 +113,7 @@ func Compile(cfg *config.Config) (*Set, error) {
 		if r != nil {
 			set.byKind[r.kind] = append(set.byKind[r.kind], r)
 			set.needsNamespaces = set.needsNamespaces || r.nsSelector != nil
+			set.groups = set.groups || r.groupBy
 		}
 	}
 	if len(errs) > 0 {
@@ -121,7 +135,8 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 	r := &Rule{
 		name: rc.Name, kind: kind, severity: rc.Severity, reason: rc.Reason,
 		include: rc.Namespaces.Include, exclude: rc.Namespaces.Exclude, sinks: rc.Sinks,
-		params: Params{Threshold: rc.Threshold, Window: rc.Window, Reasons: rc.Reasons},
+		params:  Params{Threshold: rc.Threshold, Window: rc.Window, Reasons: rc.Reasons},
+		groupBy: rc.GroupBy == "workload", repeat: rc.Repeat, restartStep: rc.RestartStep,
 	}
 	if rc.Detector != "" {
 		spec, ok := detectors[kind][rc.Detector]
@@ -145,6 +160,9 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 			errs = append(errs, cfg.ErrorInValue(p+".condition", is.line, is.col, "%s", is.msg))
 		}
 		r.condition = cond
+	}
+	if r.groupBy && kind != "Pod" {
+		errs = append(errs, cfg.ErrorAt(p+".groupBy", "groupBy: workload groups pods; this rule watches %s", rc.Kind))
 	}
 	if rc.For != nil {
 		r.forDur = *rc.For
@@ -183,6 +201,10 @@ func (s *Set) Kinds() []string {
 // NeedsNamespaces reports whether a rule selects namespaces by label, so
 // that the watcher must cache namespaces too.
 func (s *Set) NeedsNamespaces() bool { return s.needsNamespaces }
+
+// GroupsByWorkload reports whether a rule groups pods by workload, so that
+// the pod cache must be indexed by workload.
+func (s *Set) GroupsByWorkload() bool { return s.groups }
 
 // InScope reports whether any rule of kind could fire for obj. Event
 // handlers call it before enqueueing, so it only looks at metadata.
@@ -299,6 +321,7 @@ func (r *Rule) evaluate(in *input) ([]Finding, error) {
 			Object: in.ref, Container: d.Container, Facts: d.Facts,
 			Sinks: r.sinks, Sustaining: d.Sustaining, For: r.forDur,
 			Since: d.Since, RecheckAfter: d.RecheckAfter,
+			GroupByWorkload: r.groupBy, Repeat: r.repeat, RestartStep: r.restartStep,
 		}
 		if d.Object != nil {
 			f.Object = *d.Object

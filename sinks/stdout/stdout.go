@@ -50,8 +50,15 @@ func (s *Sink) Send(_ context.Context, n incident.Notification) error {
 	return err
 }
 
-// Format renders n as one readable line.
+// Format renders n as one readable line (a digest: one line per incident).
 func Format(n incident.Notification) string {
+	if n.Transition == incident.Digest {
+		lines := []string{fmt.Sprintf("%s DIGEST   %s", n.Time.UTC().Format(time.RFC3339), sinks.DigestTitle(n))}
+		for _, d := range n.Digest {
+			lines = append(lines, "    - "+d.Incident.Text)
+		}
+		return strings.Join(lines, "\n")
+	}
 	text := n.Incident.Text
 	if n.Transition == incident.Resolved {
 		text = "resolved: " + n.Incident.Title

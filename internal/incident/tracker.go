@@ -1,0 +1,404 @@
+package incident
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+// Options tune a Tracker.
+type Options struct {
+	// Now is the clock (time.Now in production).
+	Now func() time.Time
+	// HoldDown is how long a problem must stay gone before it resolves.
+	HoldDown time.Duration
+	// Retention is how long resolved incidents are kept (for deliveries
+	// still pending and for the ledger's record).
+	Retention time.Duration
+}
+
+// Tracker holds every incident: open ones, and resolved ones for the
+// retention period.
+type Tracker struct {
+	opts Options
+
+	mu       sync.Mutex
+	open     map[string]*Incident       // fingerprint → open incident
+	resolved map[string]*Incident       // ID → resolved incident
+	byObject map[string]map[string]bool // object key → fingerprints it is (or was, while resolving) a member of
+	// pending holds when a finding that must last for a while was first
+	// seen, by object key and fingerprint, until it fires or goes away.
+	pending map[string]map[string]time.Time
+	// version counts changes worth persisting.
+	version uint64
+}
+
+// NewTracker makes an empty tracker.
+func NewTracker(opts Options) *Tracker {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Tracker{
+		opts: opts, open: map[string]*Incident{}, resolved: map[string]*Incident{},
+		byObject: map[string]map[string]bool{}, pending: map[string]map[string]time.Time{},
+	}
+}
+
+// Reconcile compares what the rules find on one object now with the
+// incidents it belongs to, and returns the notifications that follow, and
+// when the object should be looked at again even if it does not change
+// (0: no need): a finding waiting out its rule's for:, a resolve hold-down,
+// a repeat, or a finding that ends by itself. An object that is gone has
+// no findings. Callers never reconcile the same object concurrently (the
+// work queue ensures it); different objects may be reconciled in parallel.
+func (t *Tracker) Reconcile(object string, findings []rules.Finding) (notes []Notification, recheck time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.opts.Now()
+	soonest := func(d time.Duration) {
+		if d > 0 && (recheck == 0 || d < recheck) {
+			recheck = d
+		}
+	}
+	seen := map[string]bool{}
+	for _, f := range findings {
+		fp := Fingerprint(f)
+		seen[fp] = true
+		soonest(f.RecheckAfter)
+		if inc, ok := t.open[fp]; ok {
+			if n, ok := t.continueIncident(inc, object, f, now, soonest); ok {
+				notes = append(notes, n)
+			}
+			continue
+		}
+		if f.Sustaining {
+			continue
+		}
+		if wait := t.waitFor(object, fp, f, now); wait > 0 {
+			soonest(wait)
+			continue
+		}
+		notes = append(notes, t.openIncident(object, fp, f, now))
+	}
+	for fp := range t.pending[object] {
+		if !seen[fp] {
+			delete(t.pending[object], fp)
+		}
+	}
+	if len(t.pending[object]) == 0 {
+		delete(t.pending, object)
+	}
+	for fp := range t.byObject[object] {
+		if seen[fp] {
+			continue
+		}
+		if n, ok := t.leave(object, fp, now, soonest); ok {
+			notes = append(notes, n)
+		}
+	}
+	return notes, recheck
+}
+
+// continueIncident records that object still has the problem of an open
+// incident, and says whether that is worth an update or a repeat.
+func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding, now time.Time, soonest func(time.Duration)) (Notification, bool) {
+	if !inc.ResolvingSince.IsZero() {
+		inc.ResolvingSince = time.Time{} // back within the hold-down: same incident
+		t.version++
+	}
+	if !slices.Contains(inc.Members, object) {
+		if f.Sustaining && inc.Grouped {
+			return Notification{}, false // not newly affected, only not recovered
+		}
+		inc.Members = append(inc.Members, object)
+		slices.Sort(inc.Members)
+		t.index(object, inc.Fingerprint)
+		t.version++
+	}
+	inc.repeat, inc.restartStep = f.Repeat, f.RestartStep
+	if inc.Grouped {
+		inc.Total = max(f.GroupTotal, len(inc.Members))
+	}
+	switch {
+	case inc.Grouped && len(inc.Members) != inc.NotifiedMembers:
+		inc.Facts, inc.Text = maps.Clone(f.Facts), f.Text
+		return t.notify(inc, Updated, now), true
+	case !inc.Grouped && inc.restartStep > 0 && restarts(f.Facts)-inc.NotifiedRestarts >= inc.restartStep:
+		inc.Facts, inc.Title, inc.Text = maps.Clone(f.Facts), f.Title, f.Text
+		return t.notify(inc, Updated, now), true
+	case inc.repeat > 0:
+		if wait := inc.LastNotified.Add(inc.repeat).Sub(now); wait > 0 {
+			soonest(wait)
+			return Notification{}, false
+		}
+		inc.Facts, inc.Text = maps.Clone(f.Facts), f.Text
+		return t.notify(inc, Repeat, now), true
+	}
+	return Notification{}, false
+}
+
+// waitFor applies the rule's for:, returning how long is left.
+func (t *Tracker) waitFor(object, fp string, f rules.Finding, now time.Time) time.Duration {
+	if f.For <= 0 {
+		return 0
+	}
+	start := f.Since
+	if start.IsZero() {
+		if t.pending[object] == nil {
+			t.pending[object] = map[string]time.Time{}
+		}
+		if _, ok := t.pending[object][fp]; !ok {
+			t.pending[object][fp] = now
+		}
+		start = t.pending[object][fp]
+	}
+	return max(start.Add(f.For).Sub(now), 0)
+}
+
+func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time) Notification {
+	if t.pending[object] != nil {
+		delete(t.pending[object], fp)
+	}
+	inc := &Incident{
+		ID:          fp + "-" + strconv.FormatInt(now.UnixMilli(), 36),
+		Fingerprint: fp, Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
+		Object: f.Object, Container: f.Container, Facts: maps.Clone(f.Facts),
+		Title: f.Title, Text: f.Text, Sinks: f.Sinks, FirstSeen: now,
+		Members: []string{object}, repeat: f.Repeat, restartStep: f.RestartStep,
+	}
+	if f.GroupByWorkload && f.Group != nil {
+		inc.Grouped, inc.Object, inc.Total = true, *f.Group, max(f.GroupTotal, 1)
+	}
+	t.open[fp] = inc
+	t.index(object, fp)
+	return t.notify(inc, Firing, now)
+}
+
+// leave records that object no longer has the problem of incident fp.
+func (t *Tracker) leave(object, fp string, now time.Time, soonest func(time.Duration)) (Notification, bool) {
+	inc, ok := t.open[fp]
+	if !ok {
+		t.unindex(object, fp)
+		return Notification{}, false
+	}
+	if i := slices.Index(inc.Members, object); i >= 0 {
+		inc.Members = slices.Delete(inc.Members, i, i+1)
+		t.version++
+	}
+	if len(inc.Members) > 0 {
+		t.unindex(object, fp)
+		if inc.Grouped && len(inc.Members) != inc.NotifiedMembers {
+			return t.notify(inc, Updated, now), true
+		}
+		return Notification{}, false
+	}
+	if t.opts.HoldDown > 0 {
+		if inc.ResolvingSince.IsZero() {
+			inc.ResolvingSince = now
+			t.version++
+		}
+		if wait := inc.ResolvingSince.Add(t.opts.HoldDown).Sub(now); wait > 0 {
+			soonest(wait) // object stays indexed so the recheck finds it
+			return Notification{}, false
+		}
+	}
+	t.unindex(object, fp)
+	delete(t.open, fp)
+	inc.ResolvedAt = now
+	t.resolved[inc.ID] = inc
+	return t.notify(inc, Resolved, now), true
+}
+
+func (t *Tracker) index(object, fp string) {
+	if t.byObject[object] == nil {
+		t.byObject[object] = map[string]bool{}
+	}
+	t.byObject[object][fp] = true
+}
+
+func (t *Tracker) unindex(object, fp string) {
+	delete(t.byObject[object], fp)
+	if len(t.byObject[object]) == 0 {
+		delete(t.byObject, object)
+	}
+}
+
+// notify makes the incident's next notification and records it as
+// pending for every sink until they accept it.
+func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time) Notification {
+	inc.Seq++
+	inc.LastNotified = now
+	inc.NotifiedMembers = len(inc.Members)
+	inc.NotifiedRestarts = restarts(inc.Facts)
+	if inc.Grouped {
+		inc.Title = groupTitle(inc)
+	}
+	inc.Pending = append(inc.Pending, Pending{Seq: inc.Seq, Transition: tr, Time: now, Sinks: slices.Clone(inc.Sinks)})
+	t.version++
+	return Notification{Incident: snapshot(inc), Transition: tr, Seq: inc.Seq, Time: now}
+}
+
+func groupTitle(inc *Incident) string {
+	title := fmt.Sprintf("%s: %s %s/%s: %d/%d pods", inc.Reason, inc.Object.Kind, inc.Object.Namespace, inc.Object.Name, len(inc.Members), inc.Total)
+	if inc.Container != "" {
+		title += " (container " + inc.Container + ")"
+	}
+	return title
+}
+
+func snapshot(inc *Incident) Incident {
+	s := *inc
+	s.Facts = maps.Clone(inc.Facts)
+	s.Members = slices.Clone(inc.Members)
+	s.Sinks = slices.Clone(inc.Sinks)
+	s.Pending = nil
+	return s
+}
+
+func restarts(facts map[string]string) int {
+	n, _ := strconv.Atoi(facts["restartCount"])
+	return n
+}
+
+// Delivered records that sink accepted n; a digest counts for every
+// notification it summarises.
+func (t *Tracker) Delivered(n Notification, sink string) {
+	if n.Transition == Digest {
+		for _, d := range n.Digest {
+			t.Delivered(d, sink)
+		}
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	inc := t.open[n.Incident.Fingerprint]
+	if inc == nil || inc.ID != n.Incident.ID {
+		inc = t.resolved[n.Incident.ID]
+	}
+	if inc == nil {
+		return
+	}
+	for i := range inc.Pending {
+		p := &inc.Pending[i]
+		if p.Seq != n.Seq {
+			continue
+		}
+		if j := slices.Index(p.Sinks, sink); j >= 0 {
+			p.Sinks = slices.Delete(p.Sinks, j, j+1)
+			t.version++
+		}
+	}
+	inc.Pending = slices.DeleteFunc(inc.Pending, func(p Pending) bool { return len(p.Sinks) == 0 })
+}
+
+// Undelivered returns, for every notification some sink has not accepted,
+// a copy addressed to just those sinks, oldest first: what a new leader or
+// a restarted herald must still send.
+func (t *Tracker) Undelivered() []Notification {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Notification
+	for _, inc := range t.all() {
+		for _, p := range inc.Pending {
+			s := snapshot(inc)
+			s.Sinks = slices.Clone(p.Sinks)
+			out = append(out, Notification{Incident: s, Transition: p.Transition, Seq: p.Seq, Time: p.Time})
+		}
+	}
+	slices.SortFunc(out, func(a, b Notification) int { return a.Time.Compare(b.Time) })
+	return out
+}
+
+// MemberKeys lists every object key some open incident counts as
+// affected: at start they are reconciled even if they are no longer in the
+// cache (deleted while herald was down), so their incidents resolve.
+func (t *Tracker) MemberKeys() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keys := make([]string, 0, len(t.byObject))
+	for k := range t.byObject {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Open counts the open incidents.
+func (t *Tracker) Open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.open)
+}
+
+// Version changes whenever something worth persisting changed.
+func (t *Tracker) Version() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.version
+}
+
+// all lists open and retained resolved incidents; t.mu must be held.
+func (t *Tracker) all() []*Incident {
+	out := make([]*Incident, 0, len(t.open)+len(t.resolved))
+	for _, inc := range t.open {
+		out = append(out, inc)
+	}
+	for _, inc := range t.resolved {
+		out = append(out, inc)
+	}
+	return out
+}
+
+// Snapshot returns copies of every incident for the ledger, dropping
+// resolved ones past the retention period whose deliveries are done.
+func (t *Tracker) Snapshot() ([]Incident, uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.opts.Now()
+	for id, inc := range t.resolved {
+		if t.opts.Retention > 0 && now.Sub(inc.ResolvedAt) > t.opts.Retention && len(inc.Pending) == 0 {
+			delete(t.resolved, id)
+		}
+	}
+	out := make([]Incident, 0, len(t.open)+len(t.resolved))
+	for _, inc := range t.all() {
+		s := snapshot(inc)
+		s.Pending = slices.Clone(inc.Pending)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Incident) int { return cmpString(a.ID, b.ID) })
+	return out, t.version
+}
+
+// Restore loads incidents from the ledger into an empty tracker.
+func (t *Tracker) Restore(incs []Incident) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range incs {
+		inc := incs[i]
+		inc.Facts = maps.Clone(inc.Facts)
+		if !inc.ResolvedAt.IsZero() {
+			t.resolved[inc.ID] = &inc
+			continue
+		}
+		t.open[inc.Fingerprint] = &inc
+		for _, m := range inc.Members {
+			t.index(m, inc.Fingerprint)
+		}
+	}
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,147 @@
+package incident
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func podFinding(pod string, restarts int) rules.Finding {
+	f := finding("uid-"+pod, "app", false, fmt.Sprint(restarts))
+	f.Object.Name = pod
+	f.RestartStep = 5
+	return f
+}
+
+func transitions(notes []Notification) string {
+	s := ""
+	for _, n := range notes {
+		s += string(n.Transition) + " "
+	}
+	return s
+}
+
+func TestGroupByWorkload(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now})
+	group := &rules.ObjectRef{Kind: "Deployment", Namespace: "shop", Name: "api"}
+	grouped := func(pod string) rules.Finding {
+		f := podFinding(pod, 1)
+		f.GroupByWorkload, f.Group, f.GroupTotal = true, group, 10
+		return f
+	}
+	var all []Notification
+	for i := range 10 { // ten pods crash one after another
+		notes, _ := tr.Reconcile(fmt.Sprintf("Pod/shop/api-%d", i), []rules.Finding{grouped(fmt.Sprintf("api-%d", i))})
+		all = append(all, notes...)
+	}
+	if all[0].Transition != Firing || tr.Open() != 1 {
+		t.Fatalf("first: %s; open %d", all[0].Transition, tr.Open())
+	}
+	for _, n := range all[1:] {
+		if n.Transition != Updated {
+			t.Fatalf("later pods gave %s, want updated", n.Transition)
+		}
+	}
+	if last := all[len(all)-1]; last.Incident.Title != "CrashLoopBackOff: Deployment shop/api: 10/10 pods (container app)" {
+		t.Errorf("title %q", last.Incident.Title)
+	}
+	var resolved []Notification
+	for i := range 10 {
+		notes, _ := tr.Reconcile(fmt.Sprintf("Pod/shop/api-%d", i), nil)
+		resolved = append(resolved, notes...)
+	}
+	if got := transitions(resolved); got != "updated updated updated updated updated updated updated updated updated resolved " {
+		t.Errorf("recovery gave %s", got)
+	}
+}
+
+func TestRestartStepAndRepeat(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now})
+	steps := []struct {
+		restarts int
+		want     string
+	}{{3, "firing "}, {4, ""}, {7, ""}, {8, "updated "}, {12, ""}, {13, "updated "}}
+	for _, st := range steps {
+		notes, _ := tr.Reconcile("Pod/shop/web", []rules.Finding{podFinding("web", st.restarts)})
+		if got := transitions(notes); got != st.want {
+			t.Errorf("restarts %d: %q, want %q", st.restarts, got, st.want)
+		}
+	}
+	f := podFinding("web", 13)
+	f.Repeat = time.Hour
+	clock.t = clock.t.Add(59 * time.Minute)
+	if notes, recheck := tr.Reconcile("Pod/shop/web", []rules.Finding{f}); len(notes) != 0 || recheck != time.Minute {
+		t.Errorf("before repeat: %v, recheck %s", transitions(notes), recheck)
+	}
+	clock.t = clock.t.Add(time.Minute)
+	if notes, _ := tr.Reconcile("Pod/shop/web", []rules.Finding{f}); transitions(notes) != "repeat " {
+		t.Errorf("after an hour: %q, want repeat", transitions(notes))
+	}
+}
+
+func TestHoldDownDampsFlapping(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now, HoldDown: time.Minute})
+	f := podFinding("web", 1)
+	tr.Reconcile("k", []rules.Finding{f})
+	notes, recheck := tr.Reconcile("k", nil)
+	if len(notes) != 0 || recheck != time.Minute {
+		t.Fatalf("gone: %s recheck %s; want nothing for a minute", transitions(notes), recheck)
+	}
+	clock.t = clock.t.Add(30 * time.Second)
+	if notes, _ := tr.Reconcile("k", []rules.Finding{f}); len(notes) != 0 {
+		t.Fatalf("back within the hold-down: %s", transitions(notes))
+	}
+	tr.Reconcile("k", nil)
+	clock.t = clock.t.Add(time.Minute)
+	if notes, _ := tr.Reconcile("k", nil); transitions(notes) != "resolved " {
+		t.Fatalf("after the hold-down: %q", transitions(notes))
+	}
+}
+
+// TestLedgerRoundTrip: state saved and restored into a new tracker (a
+// restart) stays quiet for what was said and delivers what was not.
+func TestLedgerRoundTrip(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now})
+	n1, _ := tr.Reconcile("Pod/shop/a", []rules.Finding{podFinding("a", 3)})
+	n2, _ := tr.Reconcile("Pod/shop/b", []rules.Finding{podFinding("b", 3)})
+	tr.Delivered(n1[0], "out") // a delivered, b not
+	_ = n2
+	store := &MemoryStore{}
+	incs, _ := tr.Snapshot()
+	store.Save(context.Background(), incs)
+
+	loaded, _ := store.Load(context.Background(), nil)
+	after := NewTracker(Options{Now: clock.now})
+	after.Restore(loaded)
+	undelivered := after.Undelivered()
+	if len(undelivered) != 1 || undelivered[0].Incident.Object.Name != "b" || undelivered[0].Seq != 1 {
+		t.Fatalf("undelivered after restore: %+v", undelivered)
+	}
+	if notes, _ := after.Reconcile("Pod/shop/a", []rules.Finding{podFinding("a", 5)}); len(notes) != 0 {
+		t.Errorf("restart made noise: %s", transitions(notes))
+	}
+	// Restart counts already reported do not count again.
+	if notes, _ := after.Reconcile("Pod/shop/a", []rules.Finding{podFinding("a", 7)}); len(notes) != 0 {
+		t.Errorf("restart count 7 after 3 reported: %s", transitions(notes))
+	}
+	if notes, _ := after.Reconcile("Pod/shop/a", []rules.Finding{podFinding("a", 8)}); transitions(notes) != "updated " || notes[0].Seq != 2 {
+		t.Errorf("restart count 8 after 3 reported: %s", transitions(notes))
+	}
+	if keys := after.MemberKeys(); len(keys) != 2 {
+		t.Errorf("member keys %v", keys)
+	}
+	if notes, _ := after.Reconcile("Pod/shop/b", nil); transitions(notes) != "resolved " {
+		t.Errorf("b recovered: %s", transitions(notes))
+	}
+}
