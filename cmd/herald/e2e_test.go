@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,6 +65,22 @@ func startHerald(t *testing.T, env *testenv.Env, configYAML string) *syncBuffer 
 }
 
 func startHeraldArgs(t *testing.T, env *testenv.Env, configYAML string, extra ...string) *syncBuffer {
+	h := runHerald(t, env, configYAML, extra...)
+	t.Cleanup(h.stop)
+	h.waitReady()
+	return h.logs
+}
+
+// heraldRun is one herald process (in-process), stoppable mid-test.
+type heraldRun struct {
+	t      *testing.T
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan int
+	once   sync.Once
+}
+
+func runHerald(t *testing.T, env *testenv.Env, configYAML string, extra ...string) *heraldRun {
 	t.Helper()
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
@@ -75,24 +92,53 @@ func startHeraldArgs(t *testing.T, env *testenv.Env, configYAML string, extra ..
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
-	done := make(chan int, 1)
+	h := &heraldRun{t: t, logs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	go func() {
-		args := append([]string{"run", "--config", cfgPath, "--kubeconfig", kc, "--log-format", "text"}, extra...)
-		done <- runMain(ctx, args, logs, logs)
+		args := append([]string{"run", "--config", cfgPath, "--kubeconfig", kc, "--log-format", "text", "--metrics-addr", "127.0.0.1:0"}, extra...)
+		h.done <- runMain(ctx, args, h.logs, h.logs)
 	}()
-	t.Cleanup(func() {
-		cancel()
+	return h
+}
+
+// startedHerald is runHerald followed by waitReady.
+func startedHerald(t *testing.T, env *testenv.Env, configYAML string, extra ...string) *heraldRun {
+	h := runHerald(t, env, configYAML, extra...)
+	h.waitReady()
+	return h
+}
+
+// waitReady waits until herald has finished its startup reconcile and
+// runs its workers: from then on, every change is a live change.
+func (h *heraldRun) waitReady() {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(h.logs.String(), `msg="starting workers"`) {
 		select {
-		case code := <-done:
+		case code := <-h.done:
+			h.t.Fatalf("herald exited %d during start-up:\n%s", code, h.logs)
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("herald not ready within 30s:\n%s", h.logs)
+		}
+	}
+}
+
+// stop sends the equivalent of SIGTERM and checks herald exits cleanly.
+func (h *heraldRun) stop() {
+	h.once.Do(func() {
+		h.cancel()
+		select {
+		case code := <-h.done:
 			if code != 0 {
-				t.Errorf("herald exited %d; logs:\n%s", code, logs)
+				h.t.Errorf("herald exited %d; logs:\n%s", code, h.logs)
 			}
 		case <-time.After(30 * time.Second):
-			t.Errorf("herald did not stop within 30s of cancellation")
+			h.t.Errorf("herald did not stop within 30s of cancellation")
 		}
 	})
-	return logs
 }
 
 type syncBuffer struct {
