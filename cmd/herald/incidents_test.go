@@ -241,4 +241,3 @@ func TestCorruptLedgerIsReportedAndSurvived(t *testing.T) {
 		t.Errorf("no warning about the corrupt ledger:\n%s", second.logs)
 	}
 }
-

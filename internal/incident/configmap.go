@@ -46,7 +46,9 @@ func NewConfigMapStore(client kubernetes.Interface, namespace, name string) *Con
 	return &ConfigMapStore{client: client, namespace: namespace, name: name, written: map[string]string{}}
 }
 
-func (s *ConfigMapStore) selector() string { return ledgerLabel + "=" + ledgerValue + ",herald.io/ledger=" + s.name }
+func (s *ConfigMapStore) selector() string {
+	return ledgerLabel + "=" + ledgerValue + ",herald.io/ledger=" + s.name
+}
 
 // Load implements Store.
 func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([]Incident, error) {
