@@ -1,0 +1,67 @@
+// Package arch holds a test of the project's package rules (DESIGN.md):
+// the import graph follows the data flow, and no integration imports
+// another.
+package arch
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/watcher"
+)
+
+const module = "github.com/herald-k8s/herald/"
+
+// allowed lists, for each package, the project packages it may import.
+var allowed = map[string][]string{
+	"config":            {},
+	"watcher":           {},
+	"internal/rules":    {"config"},
+	"internal/incident": {"internal/rules"},
+	"sinks":             {"internal/incident"},
+	"sinks/webhook":     {"sinks", "internal/incident"},
+	"sinks/stdout":      {"sinks", "internal/incident"},
+	"handlers":          {"watcher", "internal/rules", "internal/incident", "sinks"},
+	"internal/testenv":  {},
+}
+
+func TestImportGraph(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		name := strings.TrimPrefix(pkg, module)
+		rules, ok := allowed[name]
+		if !ok {
+			continue // commands and helpers may import anything
+		}
+		for _, imp := range strings.Fields(imports) {
+			dep, ours := strings.CutPrefix(imp, module)
+			if ours && !slices.Contains(rules, dep) {
+				t.Errorf("%s imports %s; it may import only %v", name, dep, rules)
+			}
+		}
+	}
+}
+
+// TestBuiltinKindsAgree: the rules' list of built-in kinds and the
+// watcher's list of their resources must name the same kinds at the same
+// group/version, or a rule would ask for an informer the watcher cannot
+// make.
+func TestBuiltinKindsAgree(t *testing.T) {
+	for kind, apiVersion := range rules.BuiltinKinds() {
+		gvr, ok := watcher.Resource(kind)
+		if !ok {
+			t.Errorf("watcher has no resource for built-in kind %s", kind)
+			continue
+		}
+		if got := gvr.GroupVersion().String(); got != apiVersion {
+			t.Errorf("%s: rules say %s, watcher says %s", kind, apiVersion, got)
+		}
+	}
+}
