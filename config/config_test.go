@@ -2,7 +2,10 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,7 +67,14 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/bad-duration.yaml:10:16: sinks[0].webhook.timeout: invalid duration "10 seconds": use a positive number with a unit, such as 30s or 5m`,
 		}},
 		{"unknown-key-far.yaml", []string{
-			`testdata/unknown-key-far.yaml:3:5: sinks[0].pagerduty: unknown field "pagerduty"; valid fields here: name, webhook, stdout`,
+			`testdata/unknown-key-far.yaml:3:5: sinks[0].pagerduty: unknown field "pagerduty"; valid fields here: name, webhook, slack, nats, stdout, rateLimit, maxAge, queueSize`,
+		}},
+		{"secrets.yaml", []string{
+			`testdata/secrets.yaml:6:21: sinks[0].slack.token.file: cannot read the secret: no such file or directory`,
+			`testdata/secrets.yaml:12:19: sinks[1].webhook.secrets[0].value: a secret in the config body needs allowPlaintext: true; prefer file: or env:`,
+			`testdata/secrets.yaml:13:17: sinks[1].webhook.secrets[1].env: environment variable HERALD_TEST_UNSET_VARIABLE is not set or empty`,
+			`testdata/secrets.yaml:15:17: sinks[2].nats.url: must be nats://, tls://, ws:// or wss:// host:port`,
+			`testdata/secrets.yaml:15:46: sinks[2].nats.subject: a publish subject cannot contain spaces or wildcards: "herald.>"`,
 		}},
 		{"syntax.yaml", []string{
 			// yaml.v3 reports the line where the enclosing block starts and
@@ -80,7 +90,7 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/many-errors.yaml:6:13: rules[0].sinks[0]: unknown sink "nowhere"; defined sinks: a`,
 			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs a kind, e.g. kind: Pod`,
 			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs at least one sink in sinks:`,
-			`testdata/many-errors.yaml:11:5: sinks[0]: a sink needs exactly one of: webhook, stdout`,
+			`testdata/many-errors.yaml:11:5: sinks[0]: a sink needs exactly one of: webhook, slack, nats, stdout`,
 			`testdata/many-errors.yaml:12:11: sinks[1].name: sink name "a" is used twice`,
 		}},
 	}
@@ -100,5 +110,36 @@ func TestLoadErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSecretsResolveAndNeverPrint(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	os.WriteFile(tokenFile, []byte("xoxb-very-secret\n"), 0o600)
+	t.Setenv("HERALD_TEST_HOOK_SECRET", "whsec_c2VjcmV0")
+	cfg, err := Parse("s.yaml", []byte(`
+rules: [{name: r, kind: Pod, detector: crashloop, sinks: [slack, hook]}]
+sinks:
+  - name: slack
+    slack: {token: {file: `+tokenFile+`}, channel: "#alerts"}
+  - name: hook
+    webhook: {url: "https://x", secrets: [{env: HERALD_TEST_HOOK_SECRET}, {value: raw, allowPlaintext: true}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := cfg.Sinks[0].Slack.Token.Secret()
+	if tok.Reveal() != "xoxb-very-secret" {
+		t.Errorf("token = %q", tok.Reveal())
+	}
+	if got := fmt.Sprintf("%v %s %+v %#v", tok, tok, cfg.Sinks[0].Slack.Token, tok); strings.Contains(got, "very-secret") {
+		t.Errorf("secret printed: %s", got)
+	}
+	if s := cfg.Sinks[1].Webhook.Secrets; s[0].Secret().Reveal() != "whsec_c2VjcmV0" || s[1].Secret().Reveal() != "raw" {
+		t.Errorf("webhook secrets not resolved")
+	}
+	if cfg.Sinks[0].RateLimit != DefaultSlackRate || cfg.Sinks[1].RateLimit != 0 || cfg.Sinks[0].MaxAge != DefaultMaxAge {
+		t.Errorf("sink defaults: %+v", cfg.Sinks)
 	}
 }

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -49,16 +51,69 @@ func (c *Config) validate() Errors {
 			sinkNames[s.Name] = true
 		}
 		types := 0
-		for _, set := range []bool{s.Webhook != nil, s.Stdout != nil} {
+		for _, set := range []bool{s.Webhook != nil, s.Slack != nil, s.NATS != nil, s.Stdout != nil} {
 			if set {
 				types++
 			}
 		}
 		if types != 1 {
-			add(p, "a sink needs exactly one of: webhook, stdout")
+			add(p, "a sink needs exactly one of: webhook, slack, nats, stdout")
 		}
-		if s.Webhook != nil {
-			validateURL(p+".webhook.url", s.Webhook.URL, add)
+		if s.RateLimit < 0 {
+			add(p+".rateLimit", "must not be negative")
+		}
+		if s.QueueSize < 1 {
+			add(p+".queueSize", "must be at least 1")
+		}
+		if w := s.Webhook; w != nil {
+			switch {
+			case w.URLFrom != nil && w.URL != "":
+				add(p+".webhook.url", "set url or urlFrom, not both")
+			case w.URLFrom != nil:
+				c.resolveSecret(p+".webhook.urlFrom", w.URLFrom, add)
+				if v := w.URLFrom.resolved; v != "" {
+					validateURL(p+".webhook.urlFrom", v.Reveal(), add)
+				}
+			default:
+				validateURL(p+".webhook.url", w.URL, add)
+			}
+			for j := range w.Secrets {
+				c.resolveSecret(fmt.Sprintf("%s.webhook.secrets[%d]", p, j), &w.Secrets[j], add)
+			}
+			c.validateTLS(p+".webhook.tls", w.TLS, add)
+		}
+		if sl := s.Slack; sl != nil {
+			switch {
+			case (sl.Token == nil) == (sl.WebhookURL == nil):
+				add(p+".slack", "set token (bot token: messages are updated in place) or webhookURL (incoming webhook), not both")
+			case sl.Token != nil:
+				c.resolveSecret(p+".slack.token", sl.Token, add)
+				if sl.Channel == "" {
+					add(p+".slack", "a bot token needs a default channel, e.g. channel: \"#alerts\"")
+				}
+			default:
+				c.resolveSecret(p+".slack.webhookURL", sl.WebhookURL, add)
+			}
+			if sl.APIURL != "" {
+				validateURL(p+".slack.apiURL", sl.APIURL, add)
+			}
+		}
+		if n := s.NATS; n != nil {
+			if n.URL == "" {
+				add(p+".nats", "a NATS sink needs a url, e.g. nats://nats:4222")
+			} else if u, err := url.Parse(strings.Split(n.URL, ",")[0]); err != nil || (u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss") {
+				add(p+".nats.url", "must be nats://, tls://, ws:// or wss:// host:port")
+			}
+			if strings.ContainsAny(n.Subject, " \t*>") {
+				add(p+".nats.subject", "a publish subject cannot contain spaces or wildcards: %q", n.Subject)
+			}
+			if n.Creds != nil {
+				c.resolveSecret(p+".nats.creds", n.Creds, add)
+			}
+			if n.NKeySeed != nil {
+				c.resolveSecret(p+".nats.nkeySeed", n.NKeySeed, add)
+			}
+			c.validateTLS(p+".nats.tls", n.TLS, add)
 		}
 		if s.Stdout != nil && s.Stdout.Format != "text" && s.Stdout.Format != "json" {
 			add(p+".stdout.format", "must be text or json, got %q", s.Stdout.Format)
@@ -142,5 +197,53 @@ func validateURL(p, raw string, add func(string, string, ...any)) {
 	}
 	if u.Host == "" {
 		add(p, "URL has no host")
+	}
+}
+
+// resolveSecret reads a secret reference, reporting where it is broken.
+func (c *Config) resolveSecret(p string, r *SecretRef, add func(string, string, ...any)) {
+	set := 0
+	for _, v := range []string{r.File, r.Env, r.Value} {
+		if v != "" {
+			set++
+		}
+	}
+	switch {
+	case set != 1:
+		add(p, "set exactly one of file (a mounted Secret), env, or value")
+	case r.Value != "" && !r.AllowPlaintext:
+		add(p+".value", "a secret in the config body needs allowPlaintext: true; prefer file: or env:")
+	case r.Value != "":
+		r.resolved = Secret(r.Value)
+	case r.Env != "":
+		v, ok := os.LookupEnv(r.Env)
+		if !ok || v == "" {
+			add(p+".env", "environment variable %s is not set or empty", r.Env)
+		}
+		r.resolved = Secret(strings.TrimSpace(v))
+	default:
+		data, err := os.ReadFile(r.File)
+		if err != nil {
+			add(p+".file", "cannot read the secret: %v", errors.Unwrap(err))
+			return
+		}
+		if len(strings.TrimSpace(string(data))) == 0 {
+			add(p+".file", "the secret file %s is empty", r.File)
+		}
+		r.resolved = Secret(strings.TrimSpace(string(data)))
+	}
+}
+
+func (c *Config) validateTLS(p string, t TLSConfig, add func(string, string, ...any)) {
+	for field, path := range map[string]string{"caFile": t.CAFile, "certFile": t.CertFile, "keyFile": t.KeyFile} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			add(p+"."+field, "cannot read %s: %v", path, errors.Unwrap(err))
+		}
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		add(p, "a client certificate needs both certFile and keyFile")
 	}
 }
