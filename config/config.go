@@ -87,6 +87,10 @@ type Rule struct {
 	// RestartStep sends an update when a container's restart count has
 	// risen this much since the last notification (default 5; -1: never).
 	RestartStep int `yaml:"restartStep"`
+	// Channel sends this rule's notifications to a Slack channel other
+	// than the sink's default; a namespace's herald.io/slack-channel
+	// annotation overrides both.
+	Channel string `yaml:"channel"`
 	// Sinks the rule's notifications go to, by name.
 	Sinks []string `yaml:"sinks"`
 }

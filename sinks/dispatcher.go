@@ -4,65 +4,190 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/herald-k8s/herald/internal/incident"
 )
 
-// DefaultQueueSize is how many notifications wait per sink before
-// Dispatch blocks (back-pressure rather than dropping).
-const DefaultQueueSize = 1024
-
-// Backoff bounds between retries of one notification.
+// Defaults of a lane.
 const (
+	DefaultQueueSize = 1024
+	DefaultMaxAge    = 24 * time.Hour
+	// digestWindow: when more notifications wait than the rate limit
+	// lets out within this long, they go out combined.
+	digestWindow = 5 * time.Second
+	// maxDigest bounds how many notifications one digest carries.
+	maxDigest = 200
 	minBackoff = 500 * time.Millisecond
 	maxBackoff = time.Minute
 )
 
+// BatchSender is implemented by sinks that can combine many notifications
+// into one message (a digest); the dispatcher uses it to ride out storms
+// under a rate limit.
+type BatchSender interface {
+	SendBatch(ctx context.Context, ns []incident.Notification) error
+}
+
+// LaneOptions configure one sink's queue.
+type LaneOptions struct {
+	Sink Sink
+	// RateLimit is messages per second; 0 is unlimited.
+	RateLimit float64
+	// MaxAge is how long a notification is retried before giving up.
+	MaxAge time.Duration
+	// QueueSize bounds the notifications waiting.
+	QueueSize int
+}
+
 // Dispatcher routes notifications to their sinks. Each sink has its own
-// queue and worker, so a slow or failing sink never holds up another one
-// or the reconcile workers (until its queue is full).
+// bounded queue and worker, so a slow or failing sink never holds up
+// another one; the reconcile workers block only when a queue is full of
+// notifications that must not be dropped.
 type Dispatcher struct {
-	logger *slog.Logger
-	queues map[string]chan incident.Notification
-	sinks  map[string]Sink
-	closed chan struct{}
-	close  sync.Once
+	logger  *slog.Logger
+	metrics *Metrics
+	lanes   map[string]*lane
+	closed  chan struct{}
+	close   sync.Once
 	// delivered is told of every notification a sink accepted.
 	delivered func(n incident.Notification, sink string)
+}
+
+type queued struct {
+	n        incident.Notification
+	enqueued time.Time
+}
+
+// lane is one sink's queue and its state.
+type lane struct {
+	LaneOptions
+	limiter *rate.Limiter
+
+	mu    sync.Mutex
+	queue []queued
+	ready chan struct{} // signalled when an item is added
+	space chan struct{} // signalled when an item is removed
+}
+
+// NewDispatcher makes a dispatcher; sink names must be unique. metrics may
+// be nil.
+func NewDispatcher(logger *slog.Logger, metrics *Metrics, lanes ...LaneOptions) *Dispatcher {
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	d := &Dispatcher{logger: logger, metrics: metrics, lanes: map[string]*lane{}, closed: make(chan struct{})}
+	for _, o := range lanes {
+		if o.QueueSize <= 0 {
+			o.QueueSize = DefaultQueueSize
+		}
+		if o.MaxAge <= 0 {
+			o.MaxAge = DefaultMaxAge
+		}
+		l := &lane{LaneOptions: o, ready: make(chan struct{}, 1), space: make(chan struct{}, 1)}
+		if o.RateLimit > 0 {
+			l.limiter = rate.NewLimiter(rate.Limit(o.RateLimit), 1)
+		}
+		d.lanes[o.Sink.Name()] = l
+		metrics.watchQueue(o.Sink.Name(), l.depth)
+	}
+	return d
 }
 
 // OnDelivered sets the function told of every notification a sink
 // accepted (the incident ledger's bookkeeping). Call before Run.
 func (d *Dispatcher) OnDelivered(f func(n incident.Notification, sink string)) { d.delivered = f }
 
-// NewDispatcher makes a dispatcher for sinks; names must be unique.
-func NewDispatcher(logger *slog.Logger, sinks ...Sink) *Dispatcher {
-	d := &Dispatcher{logger: logger, queues: map[string]chan incident.Notification{}, sinks: map[string]Sink{}, closed: make(chan struct{})}
-	for _, s := range sinks {
-		d.sinks[s.Name()] = s
-		d.queues[s.Name()] = make(chan incident.Notification, DefaultQueueSize)
-	}
-	return d
-}
-
-// Dispatch queues n for each sink its incident names. It blocks while a
-// queue is full and returns an error only when ctx ends first or a sink
-// is unknown (a configuration bug that validation should have caught).
+// Dispatch queues n for each sink its incident names. When a queue is
+// full, the oldest updated or repeat notification waiting in it makes
+// room (counted as dropped: a later one says more); firing and resolved
+// are never dropped: Dispatch then waits for room. It returns an error
+// only when ctx ends first or a sink is unknown.
 func (d *Dispatcher) Dispatch(ctx context.Context, n incident.Notification) error {
 	for _, name := range n.Incident.Sinks {
-		q, ok := d.queues[name]
+		l, ok := d.lanes[name]
 		if !ok {
 			return fmt.Errorf("notification %s names unknown sink %q", n.ID(), name)
 		}
-		select {
-		case q <- n:
-		case <-ctx.Done():
-			return fmt.Errorf("notification %s not queued for sink %s: %w", n.ID(), name, ctx.Err())
+		if err := d.push(ctx, l, n); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func droppable(t incident.Transition) bool { return t == incident.Updated || t == incident.Repeat }
+
+func (d *Dispatcher) push(ctx context.Context, l *lane, n incident.Notification) error {
+	for {
+		l.mu.Lock()
+		if len(l.queue) >= l.QueueSize {
+			victim := -1
+			for i, q := range l.queue {
+				if droppable(q.n.Transition) {
+					victim = i
+					break
+				}
+			}
+			switch {
+			case victim >= 0:
+				dropped := l.queue[victim].n
+				l.queue = append(l.queue[:victim], l.queue[victim+1:]...)
+				d.metrics.Dropped.WithLabelValues(l.Sink.Name()).Inc()
+				d.logger.Warn("sink queue full: dropped an older update", "sink", l.Sink.Name(), "id", dropped.ID())
+			case droppable(n.Transition):
+				l.mu.Unlock()
+				d.metrics.Dropped.WithLabelValues(l.Sink.Name()).Inc()
+				d.logger.Warn("sink queue full: dropped an update", "sink", l.Sink.Name(), "id", n.ID())
+				return nil
+			}
+		}
+		if len(l.queue) < l.QueueSize {
+			l.queue = append(l.queue, queued{n: n, enqueued: time.Now()})
+			l.mu.Unlock()
+			signal(l.ready)
+			return nil
+		}
+		l.mu.Unlock()
+		select { // full of firing/resolved: wait for room
+		case <-l.space:
+		case <-ctx.Done():
+			return fmt.Errorf("notification %s not queued for sink %s: %w", n.ID(), l.Sink.Name(), ctx.Err())
+		}
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (l *lane) depth() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return float64(len(l.queue))
+}
+
+// take removes up to max notifications from the head of the queue.
+func (l *lane) take(max int) []queued {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := min(max, len(l.queue))
+	out := append([]queued(nil), l.queue[:k]...)
+	l.queue = l.queue[k:]
+	if k > 0 {
+		signal(l.space)
+	}
+	if len(l.queue) > 0 {
+		signal(l.ready)
+	}
+	return out
 }
 
 // Close says no more notifications will be dispatched: Run returns once
@@ -74,60 +199,115 @@ func (d *Dispatcher) Close() { d.close.Do(func() { close(d.closed) }) }
 // once every sink worker has stopped.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for name, s := range d.sinks {
-		wg.Go(func() { d.work(ctx, s, d.queues[name]) })
+	for _, l := range d.lanes {
+		wg.Go(func() { d.work(ctx, l) })
 	}
 	wg.Wait()
 }
 
-func (d *Dispatcher) work(ctx context.Context, s Sink, q chan incident.Notification) {
+func (d *Dispatcher) work(ctx context.Context, l *lane) {
+	closed := false
 	for {
-		select {
-		case n := <-q:
-			d.deliver(ctx, s, n)
-		case <-d.closed:
-			for {
-				select {
-				case n := <-q:
-					d.deliver(ctx, s, n)
-				default:
-					return
-				}
-			}
-		case <-ctx.Done():
-			if left := len(q); left > 0 {
-				d.logger.Error("notifications left undelivered at shutdown", "sink", s.Name(), "count", left)
+		if ctx.Err() != nil {
+			if left := l.depth(); left > 0 {
+				d.logger.Error("notifications left undelivered at shutdown; the ledger keeps them for the next start", "sink", l.Sink.Name(), "count", left)
 			}
 			return
 		}
+		batch := l.take(d.batchSize(l))
+		if len(batch) == 0 {
+			if closed {
+				return
+			}
+			select {
+			case <-l.ready:
+			case <-d.closed:
+				closed = true
+			case <-ctx.Done():
+			}
+			continue
+		}
+		d.deliver(ctx, l, batch)
 	}
 }
 
-// deliver sends n to s, retrying transient failures with exponential
-// backoff (or the wait the receiver asked for) until it succeeds, fails
-// permanently, or ctx ends.
-func (d *Dispatcher) deliver(ctx context.Context, s Sink, n incident.Notification) {
+// batchSize is 1, unless the sink is rate limited, can send digests, and
+// more wait than the limit lets out within digestWindow.
+func (d *Dispatcher) batchSize(l *lane) int {
+	if l.limiter == nil {
+		return 1
+	}
+	if _, ok := l.Sink.(BatchSender); !ok {
+		return 1
+	}
+	if l.depth() > float64(l.limiter.Limit())*digestWindow.Seconds() {
+		return maxDigest
+	}
+	return 1
+}
+
+// deliver sends one notification (or a batch as one digest), retrying
+// transient failures with exponential backoff and jitter, or the wait the
+// receiver asked for, until it succeeds, fails permanently, passes the
+// lane's MaxAge, or ctx ends.
+func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
+	name := l.Sink.Name()
+	ns := make([]incident.Notification, len(batch))
+	for i, q := range batch {
+		ns[i] = q.n
+	}
+	id := ns[0].ID()
+	if len(ns) > 1 {
+		id = fmt.Sprintf("%s (+%d in a digest)", id, len(ns)-1)
+	}
 	backoff := minBackoff
 	for attempt := 1; ; attempt++ {
-		err := s.Send(ctx, n)
+		if l.limiter != nil {
+			if err := l.limiter.Wait(ctx); err != nil {
+				return
+			}
+		}
+		start := time.Now()
+		var err error
+		if len(ns) == 1 {
+			err = l.Sink.Send(ctx, ns[0])
+		} else {
+			err = l.Sink.(BatchSender).SendBatch(ctx, ns)
+		}
+		d.metrics.SendSeconds.WithLabelValues(name).Observe(time.Since(start).Seconds())
 		if err == nil {
-			d.logger.Debug("notification delivered", "sink", s.Name(), "id", n.ID(), "transition", n.Transition, "attempt", attempt)
+			d.metrics.Sent.WithLabelValues(name).Add(float64(len(ns)))
+			if len(ns) > 1 {
+				d.metrics.Digests.WithLabelValues(name).Inc()
+			}
+			d.logger.Debug("notification delivered", "sink", name, "id", id, "attempt", attempt)
 			if d.delivered != nil {
-				d.delivered(n, s.Name())
+				for _, n := range ns {
+					d.delivered(n, name)
+				}
 			}
 			return
 		}
 		retry, after := IsRetryable(err)
 		if !retry {
-			d.logger.Error("notification rejected, not retrying", "sink", s.Name(), "id", n.ID(), "error", err)
+			d.metrics.Failed.WithLabelValues(name, "permanent").Add(float64(len(ns)))
+			d.logger.Error("notification rejected by the sink, not retrying", "sink", name, "id", id, "error", err)
 			return
 		}
-		wait := max(after, backoff)
-		d.logger.Warn("notification not delivered, will retry", "sink", s.Name(), "id", n.ID(), "attempt", attempt, "retryIn", wait, "error", err)
+		d.metrics.Failed.WithLabelValues(name, "transient").Inc()
+		if age := time.Since(batch[0].enqueued); age > l.MaxAge {
+			d.metrics.GaveUp.WithLabelValues(name).Add(float64(len(ns)))
+			d.logger.Error("giving up on a notification after retrying it for the sink's maximum age; the ledger keeps it as undelivered",
+				"sink", name, "id", id, "age", age.Round(time.Second), "attempts", attempt, "error", err)
+			return
+		}
+		jittered := time.Duration(float64(backoff) * (0.5 + rand.Float64()/2))
+		wait := max(after, jittered)
+		d.metrics.Retries.WithLabelValues(name).Inc()
+		d.logger.Warn("notification not delivered, will retry", "sink", name, "id", id, "attempt", attempt, "retryIn", wait.Round(time.Millisecond), "error", err)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			d.logger.Error("notification undelivered at shutdown", "sink", s.Name(), "id", n.ID(), "error", err)
 			return
 		}
 		backoff = min(backoff*2, maxBackoff)

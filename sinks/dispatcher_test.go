@@ -40,7 +40,7 @@ func (s *flakySink) Send(_ context.Context, n incident.Notification) error {
 
 func TestDispatcherRetriesTransientFailures(t *testing.T) {
 	s := &flakySink{name: "a", failures: 2, err: &Retryable{Err: errors.New("503")}, done: make(chan struct{})}
-	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), s)
+	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, LaneOptions{Sink: s})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go d.Run(ctx)
@@ -62,7 +62,7 @@ func TestDispatcherRetriesTransientFailures(t *testing.T) {
 
 func TestDispatcherDoesNotRetryPermanentFailures(t *testing.T) {
 	s := &flakySink{name: "a", failures: 100, err: errors.New("HTTP 400"), done: make(chan struct{})}
-	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), s)
+	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, LaneOptions{Sink: s})
 	n := incident.Notification{Incident: incident.Incident{ID: "x", Sinks: []string{"a"}}, Seq: 1}
 	if err := d.Dispatch(context.Background(), n); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestDispatcherDoesNotRetryPermanentFailures(t *testing.T) {
 }
 
 func TestDispatchUnknownSink(t *testing.T) {
-	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	n := incident.Notification{Incident: incident.Incident{ID: "x", Sinks: []string{"nope"}}, Seq: 1}
 	if err := d.Dispatch(context.Background(), n); err == nil {
 		t.Error("dispatch to an unknown sink succeeded")

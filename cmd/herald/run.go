@@ -92,7 +92,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	logger.Info("incident ledger loaded", "incidents", len(loaded), "persisted", !*noPersist, "namespace", *namespace)
 
 	w := watcher.New(clients, 0, logger)
-	dispatcher := sinks.NewDispatcher(logger, sinkList...)
+	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
 	dispatcher.OnDelivered(tracker.Delivered)
 	ctrl, err := handlers.New(handlers.Options{
 		Watcher:    w,
@@ -189,9 +189,10 @@ func loadConfig(path string) (*config.Config, *rules.Set, error) {
 	return cfg, set, nil
 }
 
-func buildSinks(cfg *config.Config, out io.Writer) ([]sinks.Sink, error) {
-	var list []sinks.Sink
+func buildSinks(cfg *config.Config, out io.Writer) ([]sinks.LaneOptions, error) {
+	var list []sinks.LaneOptions
 	for _, sc := range cfg.Sinks {
+		lane := sinks.LaneOptions{RateLimit: sc.RateLimit, MaxAge: sc.MaxAge, QueueSize: sc.QueueSize}
 		switch {
 		case sc.Webhook != nil:
 			s, err := webhook.New(webhook.Options{
@@ -201,10 +202,11 @@ func buildSinks(cfg *config.Config, out io.Writer) ([]sinks.Sink, error) {
 			if err != nil {
 				return nil, err
 			}
-			list = append(list, s)
+			lane.Sink = s
 		case sc.Stdout != nil:
-			list = append(list, stdout.New(sc.Name, sc.Stdout.Format, out))
+			lane.Sink = stdout.New(sc.Name, sc.Stdout.Format, out)
 		}
+		list = append(list, lane)
 	}
 	return list, nil
 }

@@ -68,6 +68,11 @@ type Incident struct {
 	ResolvedAt     time.Time `json:"resolved,omitzero"`
 	// Pending lists notifications not yet accepted by every sink.
 	Pending []Pending `json:"pending,omitempty"`
+	// Channel routes chat sinks (the rule's, or a namespace's override).
+	Channel string `json:"channel,omitempty"`
+	// Refs are what sinks need to find their earlier message again, by
+	// sink (Slack: channel and ts, to edit it in place).
+	Refs map[string]string `json:"refs,omitempty"`
 
 	repeat      time.Duration
 	restartStep int

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +170,7 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 		Fingerprint: fp, Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
 		Object: f.Object, Container: f.Container, Facts: maps.Clone(f.Facts),
 		Title: f.Title, Text: f.Text, Sinks: f.Sinks, FirstSeen: now,
-		Members: []string{object}, repeat: f.Repeat, restartStep: f.RestartStep,
+		Members: []string{object}, repeat: f.Repeat, restartStep: f.RestartStep, Channel: f.Channel,
 	}
 	if f.GroupByWorkload && f.Group != nil {
 		inc.Grouped, inc.Object, inc.Total = true, *f.Group, max(f.GroupTotal, 1)
@@ -254,6 +255,7 @@ func groupTitle(inc *Incident) string {
 func snapshot(inc *Incident) Incident {
 	s := *inc
 	s.Facts = maps.Clone(inc.Facts)
+	s.Refs = maps.Clone(inc.Refs)
 	s.Members = slices.Clone(inc.Members)
 	s.Sinks = slices.Clone(inc.Sinks)
 	s.Pending = nil
@@ -276,10 +278,7 @@ func (t *Tracker) Delivered(n Notification, sink string) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	inc := t.open[n.Incident.Fingerprint]
-	if inc == nil || inc.ID != n.Incident.ID {
-		inc = t.resolved[n.Incident.ID]
-	}
+	inc := t.byID(n.Incident.ID)
 	if inc == nil {
 		return
 	}
@@ -294,6 +293,44 @@ func (t *Tracker) Delivered(n Notification, sink string) {
 		}
 	}
 	inc.Pending = slices.DeleteFunc(inc.Pending, func(p Pending) bool { return len(p.Sinks) == 0 })
+}
+
+// Ref returns what sink stored for an incident with SetRef ("" if none).
+func (t *Tracker) Ref(incidentID, sink string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if inc := t.byID(incidentID); inc != nil {
+		return inc.Refs[sink]
+	}
+	return ""
+}
+
+// SetRef stores a sink's reference to its message about an incident; it
+// is persisted with the incident, so edits in place survive a restart.
+func (t *Tracker) SetRef(incidentID, sink, ref string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	inc := t.byID(incidentID)
+	if inc == nil {
+		return
+	}
+	if inc.Refs == nil {
+		inc.Refs = map[string]string{}
+	}
+	inc.Refs[sink] = ref
+	t.version++
+}
+
+// byID finds an open or retained incident; t.mu must be held.
+func (t *Tracker) byID(id string) *Incident {
+	if inc := t.resolved[id]; inc != nil {
+		return inc
+	}
+	fp, _, _ := strings.Cut(id, "-")
+	if inc := t.open[fp]; inc != nil && inc.ID == id {
+		return inc
+	}
+	return nil
 }
 
 // Undelivered returns, for every notification some sink has not accepted,

@@ -48,6 +48,8 @@ type Finding struct {
 	// long even if it does not change: the finding ends by the passing of
 	// time (an OOM kill older than the rule's window).
 	RecheckAfter time.Duration
+	// Channel routes chat sinks; a namespace annotation may override it.
+	Channel string
 	// Lifecycle settings of the rule, for the incident tracker.
 	GroupByWorkload bool
 	Repeat          time.Duration
@@ -80,6 +82,7 @@ type Rule struct {
 	sinks                        []string
 	forDur, repeat               time.Duration
 	groupBy                      bool
+	channel                      string
 	restartStep                  int
 	detector                     Detector
 	params                       Params
@@ -137,6 +140,7 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 		include: rc.Namespaces.Include, exclude: rc.Namespaces.Exclude, sinks: rc.Sinks,
 		params:  Params{Threshold: rc.Threshold, Window: rc.Window, Reasons: rc.Reasons},
 		groupBy: rc.GroupBy == "workload", repeat: rc.Repeat, restartStep: rc.RestartStep,
+		channel: rc.Channel,
 	}
 	if rc.Detector != "" {
 		spec, ok := detectors[kind][rc.Detector]
@@ -322,6 +326,7 @@ func (r *Rule) evaluate(in *input) ([]Finding, error) {
 			Sinks: r.sinks, Sustaining: d.Sustaining, For: r.forDur,
 			Since: d.Since, RecheckAfter: d.RecheckAfter,
 			GroupByWorkload: r.groupBy, Repeat: r.repeat, RestartStep: r.restartStep,
+			Channel: r.channel,
 		}
 		if d.Object != nil {
 			f.Object = *d.Object

@@ -26,6 +26,12 @@ type Options struct {
 	Headers map[string]string
 	// UserAgent identifies herald and its version.
 	UserAgent string
+	// Secrets sign each request the Standard Webhooks way; with several
+	// (during a rotation) every one signs, and receivers accept any.
+	Secrets []string
+	// CloudEvents sends a CloudEvents 1.0 structured-mode event.
+	CloudEvents bool
+	TLS         sinks.TLSOptions
 }
 
 // Sink is a webhook sink.
@@ -33,6 +39,8 @@ type Sink struct {
 	opts     Options
 	client   *http.Client
 	redacted string
+	keys     [][]byte
+	now      func() time.Time
 }
 
 // New makes a webhook sink with its own HTTP client: shared transports
@@ -44,11 +52,27 @@ func New(opts Options) (*Sink, error) {
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 4
-	return &Sink{
+	tlsCfg, err := sinks.ClientTLS(opts.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("webhook %s: TLS: %w", opts.Name, err)
+	}
+	if tlsCfg != nil {
+		transport.TLSClientConfig = tlsCfg
+	}
+	s := &Sink{
 		opts:     opts,
 		client:   &http.Client{Timeout: opts.Timeout, Transport: transport},
 		redacted: Redact(u),
-	}, nil
+		now:      time.Now,
+	}
+	for i, secret := range opts.Secrets {
+		key, err := SigningKey(secret)
+		if err != nil {
+			return nil, fmt.Errorf("webhook %s: secrets[%d]: %w", opts.Name, i, err)
+		}
+		s.keys = append(s.keys, key)
+	}
+	return s, nil
 }
 
 // Redact keeps scheme and host of u: webhook URLs often carry their secret
@@ -63,7 +87,13 @@ func (s *Sink) Name() string { return s.opts.Name }
 // Send implements sinks.Sink: 2xx is delivered; 429 and 5xx are retryable
 // (honouring Retry-After); any other status is final.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
-	body, err := json.Marshal(sinks.NewPayload(n))
+	payload := sinks.NewPayload(n)
+	var doc any = payload
+	contentType := "application/json"
+	if s.opts.CloudEvents {
+		doc, contentType = cloudEvent(payload), "application/cloudevents+json"
+	}
+	body, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("webhook %s: encoding payload: %w", s.opts.Name, err)
 	}
@@ -71,12 +101,17 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if err != nil {
 		return fmt.Errorf("webhook %s (%s): %v", s.opts.Name, s.redacted, redactErr(err))
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", s.opts.UserAgent)
-	// The idempotency key, as Standard Webhooks name it.
-	req.Header.Set("webhook-id", n.ID())
 	for k, v := range s.opts.Headers {
 		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("User-Agent", s.opts.UserAgent)
+	// The idempotency key and signature, as Standard Webhooks name them.
+	ts := s.now().Unix()
+	req.Header.Set("webhook-id", payload.ID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	if len(s.keys) > 0 {
+		req.Header.Set("webhook-signature", Sign(s.keys, payload.ID, ts, body))
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {

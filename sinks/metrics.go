@@ -1,0 +1,70 @@
+package sinks
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the dispatcher's per-sink Prometheus metrics.
+type Metrics struct {
+	Sent        *prometheus.CounterVec
+	Failed      *prometheus.CounterVec
+	Retries     *prometheus.CounterVec
+	Dropped     *prometheus.CounterVec
+	GaveUp      *prometheus.CounterVec
+	Digests     *prometheus.CounterVec
+	SendSeconds *prometheus.HistogramVec
+
+	reg  prometheus.Registerer
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// NewMetrics makes the metrics and registers them with reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_sent_total", Help: "Notifications a sink accepted.",
+		}, []string{"sink"}),
+		Failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_failed_total", Help: "Failed sends, by kind: transient (retried) or permanent (not retried).",
+		}, []string{"sink", "kind"}),
+		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_retries_total", Help: "Sends retried after a transient failure.",
+		}, []string{"sink"}),
+		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_dropped_total", Help: "Update/repeat notifications dropped because the sink's queue was full.",
+		}, []string{"sink"}),
+		GaveUp: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_gave_up_total", Help: "Notifications abandoned after the sink's maximum age.",
+		}, []string{"sink"}),
+		Digests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_digests_total", Help: "Digest messages sent to ride out a storm under the rate limit.",
+		}, []string{"sink"}),
+		SendSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "herald_sink_send_duration_seconds", Help: "Time of one send attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
+		}, []string{"sink"}),
+		reg: reg, seen: map[string]bool{},
+	}
+	if reg != nil {
+		reg.MustRegister(m.Sent, m.Failed, m.Retries, m.Dropped, m.GaveUp, m.Digests, m.SendSeconds)
+	}
+	return m
+}
+
+// watchQueue exports a sink's queue depth.
+func (m *Metrics) watchQueue(sink string, depth func() float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reg == nil || m.seen[sink] {
+		return
+	}
+	m.seen[sink] = true
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "herald_sink_queue_depth", Help: "Notifications waiting for the sink.",
+		ConstLabels: prometheus.Labels{"sink": sink},
+	}, depth))
+}

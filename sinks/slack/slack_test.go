@@ -1,0 +1,236 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/sinks"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// refs is an in-memory RefStore.
+type refs struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (r *refs) Ref(id, sink string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[id+"/"+sink]
+}
+
+func (r *refs) SetRef(id, sink, ref string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[id+"/"+sink] = ref
+}
+
+var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+func note(tr incident.Transition, seq int, restarts string) incident.Notification {
+	return incident.Notification{
+		Incident: incident.Incident{
+			ID: "7f8a9eef0a8223dc-mwr47vly", Fingerprint: "7f8a9eef0a8223dc", Rule: "pod-crashloop", Severity: "critical", Reason: "CrashLoopBackOff",
+			Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "checkout-7d9f8b6c5-x2x9q", UID: "u1"}, Container: "app",
+			Facts: map[string]string{"restartCount": restarts, "exitCode": "1", "lastReason": "Error", "lastMessage": "panic: connect to db: <timeout> & retry"},
+			Title: "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app",
+			Text:  "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app: restarted " + restarts + " times, last exit code 1 (Error)",
+			Sinks: []string{"slack"}, FirstSeen: t0,
+		},
+		Transition: tr, Seq: seq, Time: t0.Add(time.Duration(seq) * time.Minute),
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	for _, tr := range []incident.Transition{incident.Firing, incident.Resolved} {
+		msg := Render(note(tr, 1, "5"), "prod-eu", t0.Add(12*time.Minute))
+		got, err := json.MarshalIndent(map[string]any{"text": msg.Text, "blocks": msg.Blocks, "metadata": msg.Metadata}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := "testdata/" + string(tr) + ".golden.json"
+		if *update {
+			os.WriteFile(path, got, 0o644)
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (go test -update writes it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
+		}
+	}
+}
+
+func TestRenderStaysWithinSlackLimits(t *testing.T) {
+	n := note(incident.Firing, 1, "5")
+	n.Incident.Title = strings.Repeat("T", 1000)
+	n.Incident.Text = strings.Repeat("x", 10000)
+	n.Incident.Facts["lastMessage"] = strings.Repeat("m", 10000)
+	msg := Render(n, "", t0)
+	raw, _ := json.Marshal(msg.Blocks)
+	var blocks []struct {
+		Type   string `json:"type"`
+		Text   *struct{ Text string } `json:"text"`
+		Fields []struct{ Text string } `json:"fields"`
+	}
+	json.Unmarshal(raw, &blocks)
+	for _, b := range blocks {
+		limit := maxSection
+		if b.Type == "header" {
+			limit = maxHeader
+		}
+		if b.Text != nil && len([]rune(b.Text.Text)) > limit {
+			t.Errorf("%s block of %d characters", b.Type, len([]rune(b.Text.Text)))
+		}
+		if b.Text != nil && len([]rune(b.Text.Text)) == limit && !strings.HasSuffix(b.Text.Text, truncMarker) {
+			t.Errorf("cut %s block without a marker", b.Type)
+		}
+	}
+	many := make([]incident.Notification, 5000)
+	for i := range many {
+		many[i] = note(incident.Firing, i+1, "1")
+	}
+	d := RenderDigest(many, "")
+	if len(d.Blocks) > maxBlocks {
+		t.Errorf("digest of 5000: %d blocks", len(d.Blocks))
+	}
+	if ids := d.Metadata.EventPayload["ids"].([]any); len(ids) != 5000 {
+		t.Errorf("digest metadata names %d notifications", len(ids))
+	}
+}
+
+func TestUpdateInPlaceAndThread(t *testing.T) {
+	api := newFakeSlack(t)
+	store := &refs{m: map[string]string{}}
+	s := New(Options{Name: "slack", Token: "xoxb-test-token", Channel: "#alerts", APIURL: api.URL, Refs: store})
+	ctx := context.Background()
+	for _, n := range []incident.Notification{note(incident.Firing, 1, "3"), note(incident.Updated, 2, "8"), note(incident.Resolved, 3, "8")} {
+		if err := s.Send(ctx, n); err != nil {
+			t.Fatalf("%s: %v", n.Transition, err)
+		}
+	}
+	calls := api.snapshot()
+	want := []struct{ method, ts, thread string }{
+		{"chat.postMessage", "", ""},
+		{"chat.update", "1763769600.000001", ""},
+		{"chat.postMessage", "", "1763769600.000001"},
+		{"chat.update", "1763769600.000001", ""},
+		{"chat.postMessage", "", "1763769600.000001"},
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		c := calls[i]
+		if c.Method != w.method || c.TS != w.ts || c.ThreadTS != w.thread {
+			t.Errorf("call %d: %s ts=%q thread=%q, want %s ts=%q thread=%q", i, c.Method, c.TS, c.ThreadTS, w.method, w.ts, w.thread)
+		}
+	}
+	if calls[0].Channel != "#alerts" || calls[1].Channel != "C024BE91L" {
+		t.Errorf("channels: post to %q, update in %q", calls[0].Channel, calls[1].Channel)
+	}
+	if !strings.HasPrefix(calls[3].Text, ":white_check_mark: Resolved: ") || !strings.Contains(calls[4].Text, "Resolved after") {
+		t.Errorf("resolved texts: %q / %q", calls[3].Text, calls[4].Text)
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRetryAfterIsHonoured: a 429 with Retry-After: 2 makes the dispatcher
+// wait at least 2 s, then the message goes through.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	api := newFakeSlack(t)
+	api.rateLimited, api.retryAfter = 1, "2"
+	s := New(Options{Name: "slack", Token: "xoxb-test-token", Channel: "#alerts", APIURL: api.URL, Refs: &refs{m: map[string]string{}}})
+	d := sinks.NewDispatcher(quietLogger(), nil, sinks.LaneOptions{Sink: s, RateLimit: 1})
+	delivered := make(chan time.Time, 1)
+	d.OnDelivered(func(incident.Notification, string) { delivered <- time.Now() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.Run(ctx)
+	start := time.Now()
+	if err := d.Dispatch(ctx, note(incident.Firing, 1, "3")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-delivered:
+		if waited := at.Sub(start); waited < 2*time.Second {
+			t.Errorf("delivered after %s, before the 2s Retry-After", waited)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("not delivered")
+	}
+	if calls := api.snapshot(); len(calls) != 1 {
+		t.Errorf("%d messages posted, want 1", len(calls))
+	}
+}
+
+// TestStormIsRateLimitedAndComplete: 600 notifications to one channel go
+// out at no more than one request per second, combined into digests, and
+// every one of them is in some message.
+func TestStormIsRateLimitedAndComplete(t *testing.T) {
+	api := newFakeSlack(t)
+	s := New(Options{Name: "slack", Token: "xoxb-test-token", Channel: "#alerts", APIURL: api.URL, Refs: &refs{m: map[string]string{}}})
+	d := sinks.NewDispatcher(quietLogger(), nil, sinks.LaneOptions{Sink: s, RateLimit: 1, QueueSize: 1000})
+	var mu sync.Mutex
+	accepted := 0
+	all := make(chan struct{})
+	d.OnDelivered(func(incident.Notification, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if accepted++; accepted == 600 {
+			close(all)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.Run(ctx)
+	for i := range 600 {
+		n := note(incident.Firing, 1, "1")
+		n.Incident.ID = fmt.Sprintf("storm%03d-x", i)
+		n.Incident.Title = fmt.Sprintf("CrashLoopBackOff: Pod shop/p-%03d", i)
+		if err := d.Dispatch(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-all:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("only %d of 600 delivered", accepted)
+	}
+	calls := api.snapshot()
+	seen := map[string]bool{}
+	for i, c := range calls {
+		if i > 0 {
+			if gap := c.At.Sub(calls[i-1].At); gap < 900*time.Millisecond {
+				t.Errorf("requests %d and %d only %s apart", i-1, i, gap)
+			}
+		}
+		for _, id := range c.Metadata.EventPayload["ids"].([]any) {
+			if seen[id.(string)] {
+				t.Errorf("%s sent twice", id)
+			}
+			seen[id.(string)] = true
+		}
+	}
+	if len(seen) != 600 {
+		t.Errorf("%d notifications represented in %d messages, want 600", len(seen), len(calls))
+	}
+	t.Logf("600 notifications in %d messages over %s", len(calls), calls[len(calls)-1].At.Sub(calls[0].At).Round(time.Millisecond))
+}
