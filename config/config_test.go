@@ -143,3 +143,20 @@ sinks:
 		t.Errorf("sink defaults: %+v", cfg.Sinks)
 	}
 }
+
+func TestEveryFieldDecodes(t *testing.T) {
+	cfg, err := Load("testdata/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Rules[0]
+	if r.Repeat != 4*time.Hour || r.RestartStep != 10 || *r.For != time.Minute || r.GroupBy != "workload" || r.Namespaces.Labels != "env=prod" {
+		t.Errorf("rule: %+v", r)
+	}
+	if s := cfg.Sinks[0]; s.RateLimit != 2.5 || s.QueueSize != 100 || !s.Webhook.CloudEvents || !s.Webhook.TLS.InsecureSkipVerify {
+		t.Errorf("webhook sink: %+v", s)
+	}
+	if cfg.Incidents.ResolveHoldDown != 30*time.Second || cfg.Incidents.Startup != "notify" {
+		t.Errorf("incidents: %+v", cfg.Incidents)
+	}
+}

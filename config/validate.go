@@ -107,11 +107,15 @@ func (c *Config) validate() Errors {
 			if strings.ContainsAny(n.Subject, " \t*>") {
 				add(p+".nats.subject", "a publish subject cannot contain spaces or wildcards: %q", n.Subject)
 			}
-			if n.Creds != nil {
-				c.resolveSecret(p+".nats.creds", n.Creds, add)
-			}
-			if n.NKeySeed != nil {
-				c.resolveSecret(p+".nats.nkeySeed", n.NKeySeed, add)
+			for field, ref := range map[string]*SecretRef{"creds": n.Creds, "nkeySeed": n.NKeySeed} {
+				if ref == nil {
+					continue
+				}
+				if ref.File == "" {
+					add(p+".nats."+field, "NATS reads credentials from a file: use file: (a mounted Secret)")
+					continue
+				}
+				c.resolveSecret(p+".nats."+field, ref, add)
 			}
 			c.validateTLS(p+".nats.tls", n.TLS, add)
 		}

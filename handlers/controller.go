@@ -51,7 +51,14 @@ type Options struct {
 	// Delivered marks a notification as accepted by a sink without
 	// sending it (startup: silent).
 	Delivered func(n incident.Notification, sink string)
+	// RouteByNamespace lets a namespace's herald.io/slack-channel
+	// annotation choose the channel of its notifications.
+	RouteByNamespace bool
 }
+
+// AnnotationChannel on a namespace routes its notifications to a chat
+// channel.
+const AnnotationChannel = "herald.io/slack-channel"
 
 // Controller runs the reconcile loop.
 type Controller struct {
@@ -84,7 +91,7 @@ func New(opts Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	if opts.Rules.NeedsNamespaces() {
+	if opts.Rules.NeedsNamespaces() || opts.RouteByNamespace {
 		if _, err := opts.Watcher.Informer("Namespace"); err != nil {
 			return nil, err
 		}
@@ -351,6 +358,7 @@ func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) 
 			}
 		}
 		c.addGroups(obj, findings)
+		c.route(obj, findings)
 	}
 	notes, recheck := c.Incidents.Reconcile(key.String(), findings)
 	if recheck > 0 {
@@ -361,6 +369,22 @@ func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) 
 		c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "object", key.String(), "container", n.Incident.Container, "id", n.ID())
 	}
 	return notes, nil
+}
+
+// route applies the namespace's channel annotation.
+func (c *Controller) route(obj runtime.Object, findings []rules.Finding) {
+	if !c.RouteByNamespace || len(findings) == 0 {
+		return
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok || m.GetNamespace() == "" {
+		return
+	}
+	if ch := c.Watcher.NamespaceAnnotation(m.GetNamespace(), AnnotationChannel); ch != "" {
+		for i := range findings {
+			findings[i].Channel = ch
+		}
+	}
 }
 
 // addGroups names the workload of findings whose rule groups by workload,

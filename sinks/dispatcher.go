@@ -42,6 +42,8 @@ type LaneOptions struct {
 	MaxAge time.Duration
 	// QueueSize bounds the notifications waiting.
 	QueueSize int
+	// MaxBackoff caps the wait between retries (default 1m).
+	MaxBackoff time.Duration
 }
 
 // Dispatcher routes notifications to their sinks. Each sink has its own
@@ -87,6 +89,9 @@ func NewDispatcher(logger *slog.Logger, metrics *Metrics, lanes ...LaneOptions) 
 		}
 		if o.MaxAge <= 0 {
 			o.MaxAge = DefaultMaxAge
+		}
+		if o.MaxBackoff <= 0 {
+			o.MaxBackoff = maxBackoff
 		}
 		l := &lane{LaneOptions: o, ready: make(chan struct{}, 1), space: make(chan struct{}, 1)}
 		if o.RateLimit > 0 {
@@ -310,6 +315,6 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 		case <-ctx.Done():
 			return
 		}
-		backoff = min(backoff*2, maxBackoff)
+		backoff = min(backoff*2, l.MaxBackoff)
 	}
 }

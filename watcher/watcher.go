@@ -214,6 +214,19 @@ func (w *Watcher) NamespaceLabels(name string) (map[string]string, bool) {
 	return m.GetLabels(), true
 }
 
+// NamespaceAnnotation returns one annotation of a cached namespace.
+func (w *Watcher) NamespaceAnnotation(name, key string) string {
+	obj, ok, err := w.Get(Key{Kind: "Namespace", Name: name})
+	if err != nil || !ok {
+		return ""
+	}
+	m, err := objectMeta(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetAnnotations()[key]
+}
+
 // Synced reports whether every informer has listed once (for readiness).
 func (w *Watcher) Synced() bool {
 	w.mu.Lock()

@@ -20,6 +20,8 @@ import (
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/sinks"
+	natssink "github.com/herald-k8s/herald/sinks/nats"
+	"github.com/herald-k8s/herald/sinks/slack"
 	"github.com/herald-k8s/herald/sinks/stdout"
 	"github.com/herald-k8s/herald/sinks/webhook"
 	"github.com/herald-k8s/herald/watcher"
@@ -55,11 +57,13 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintln(errOut, err)
 		return 1
 	}
-	sinkList, err := buildSinks(cfg, out)
+	tracker := incident.NewTracker(incident.Options{Now: time.Now, HoldDown: cfg.Incidents.ResolveHoldDown, Retention: cfg.Incidents.Retention})
+	sinkList, closeSinks, err := buildSinks(cfg, out, tracker, logger)
 	if err != nil {
 		fmt.Fprintln(errOut, err)
 		return 1
 	}
+	defer closeSinks()
 	if c.routeKlog {
 		klog.SetSlogLogger(logger) // client-go logs through the same handler
 	}
@@ -82,7 +86,6 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	if !*noPersist {
 		store = incident.NewConfigMapStore(clients.Typed, *namespace, cfg.Incidents.LedgerName)
 	}
-	tracker := incident.NewTracker(incident.Options{Now: time.Now, HoldDown: cfg.Incidents.ResolveHoldDown, Retention: cfg.Incidents.Retention})
 	loaded, err := loadLedger(ctx, store, logger)
 	if err != nil {
 		logger.Error("cannot read the incident ledger; refusing to start rather than repeat every open incident", "namespace", *namespace, "error", err)
@@ -95,16 +98,17 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
 	dispatcher.OnDelivered(tracker.Delivered)
 	ctrl, err := handlers.New(handlers.Options{
-		Watcher:    w,
-		Rules:      ruleSet,
-		Incidents:  tracker,
-		Dispatcher: dispatcher,
-		Workers:    cfg.Workers,
-		Logger:     logger,
-		Metrics:    handlers.NewMetrics(reg),
-		FirstStart: len(loaded) == 0,
-		Startup:    cfg.Incidents.Startup,
-		Delivered:  tracker.Delivered,
+		Watcher:          w,
+		Rules:            ruleSet,
+		Incidents:        tracker,
+		Dispatcher:       dispatcher,
+		Workers:          cfg.Workers,
+		Logger:           logger,
+		Metrics:          handlers.NewMetrics(reg),
+		FirstStart:       len(loaded) == 0,
+		RouteByNamespace: hasSlack(cfg),
+		Startup:          cfg.Incidents.Startup,
+		Delivered:        tracker.Delivered,
 	})
 	if err != nil {
 		logger.Error("setting up watches", "error", err)
@@ -189,26 +193,88 @@ func loadConfig(path string) (*config.Config, *rules.Set, error) {
 	return cfg, set, nil
 }
 
-func buildSinks(cfg *config.Config, out io.Writer) ([]sinks.LaneOptions, error) {
-	var list []sinks.LaneOptions
+// buildSinks makes every configured sink with its queue settings; close
+// releases their connections.
+func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, logger *slog.Logger) (lanes []sinks.LaneOptions, close func(), err error) {
+	var closers []func()
+	close = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	tlsOpts := func(sink string, t config.TLSConfig) sinks.TLSOptions {
+		if t.InsecureSkipVerify {
+			logger.Warn("TLS certificate verification is OFF for this sink: anyone on the path can read and forge its traffic", "sink", sink)
+		}
+		return sinks.TLSOptions{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, InsecureSkipVerify: t.InsecureSkipVerify}
+	}
 	for _, sc := range cfg.Sinks {
 		lane := sinks.LaneOptions{RateLimit: sc.RateLimit, MaxAge: sc.MaxAge, QueueSize: sc.QueueSize}
 		switch {
 		case sc.Webhook != nil:
+			w := sc.Webhook
+			url := w.URL
+			if w.URLFrom != nil {
+				url = w.URLFrom.Secret().Reveal()
+			}
+			var secrets []string
+			for _, ref := range w.Secrets {
+				secrets = append(secrets, ref.Secret().Reveal())
+			}
 			s, err := webhook.New(webhook.Options{
-				Name: sc.Name, URL: sc.Webhook.URL, Timeout: sc.Webhook.Timeout,
-				Headers: sc.Webhook.Headers, UserAgent: "herald/" + version,
+				Name: sc.Name, URL: url, Timeout: w.Timeout, Headers: w.Headers, UserAgent: "herald/" + version,
+				Secrets: secrets, CloudEvents: w.CloudEvents, TLS: tlsOpts(sc.Name, w.TLS),
 			})
 			if err != nil {
-				return nil, err
+				return nil, close, err
 			}
+			lane.Sink = s
+		case sc.Slack != nil:
+			sl := sc.Slack
+			lane.Sink = slack.New(slack.Options{
+				Name: sc.Name, Token: sl.Token.Secret().Reveal(), WebhookURL: sl.WebhookURL.Secret().Reveal(),
+				Channel: sl.Channel, APIURL: sl.APIURL, ClusterName: sl.ClusterName, Refs: refs,
+			})
+		case sc.NATS != nil:
+			n := sc.NATS
+			s, err := natssink.New(natssink.Options{
+				Name: sc.Name, URL: n.URL, Subject: n.Subject, JetStream: n.JetStream, Timeout: n.Timeout,
+				CredsFile: secretFile(n.Creds), NKeySeedFile: secretFile(n.NKeySeed), TLS: tlsOpts(sc.Name, n.TLS), Logger: logger,
+			})
+			if err != nil {
+				return nil, close, err
+			}
+			closers = append(closers, s.Close)
 			lane.Sink = s
 		case sc.Stdout != nil:
 			lane.Sink = stdout.New(sc.Name, sc.Stdout.Format, out)
 		}
-		list = append(list, lane)
+		lanes = append(lanes, lane)
 	}
-	return list, nil
+	return lanes, close, nil
+}
+
+// secretFile is the file a NATS credential comes from (the NATS client
+// reads credentials and seeds from files itself).
+func secretFile(r *config.SecretRef) string {
+	if r == nil {
+		return ""
+	}
+	return r.File
+}
+
+func hasSlack(cfg *config.Config) bool {
+	for _, s := range cfg.Sinks {
+		if s.Slack != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {

@@ -24,6 +24,8 @@ var allowed = map[string][]string{
 	"sinks":             {"internal/incident"},
 	"sinks/webhook":     {"sinks", "internal/incident"},
 	"sinks/stdout":      {"sinks", "internal/incident"},
+	"sinks/slack":       {"sinks", "internal/incident"},
+	"sinks/nats":        {"sinks", "internal/incident"},
 	"handlers":          {"watcher", "internal/rules", "internal/incident", "sinks"},
 	"internal/testenv":  {},
 }

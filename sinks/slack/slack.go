@@ -20,9 +20,6 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 )
 
-// AnnotationChannel on a namespace routes its notifications to a channel.
-const AnnotationChannel = "herald.io/slack-channel"
-
 // RefStore remembers where an incident's message is (channel and ts), so
 // later notifications edit it; the incident ledger implements it, so the
 // link survives restarts.

@@ -5,6 +5,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
@@ -115,7 +117,12 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return &sinks.Retryable{Err: fmt.Errorf("webhook %s (%s): %v", s.opts.Name, s.redacted, redactErr(err))}
+		err = fmt.Errorf("webhook %s (%s): %v", s.opts.Name, s.redacted, redactErr(err))
+		var certErr *tls.CertificateVerificationError
+		if errors.As(err, &certErr) || strings.Contains(err.Error(), "x509:") {
+			return err // a wrong certificate will not fix itself: not retried
+		}
+		return &sinks.Retryable{Err: err}
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused

@@ -1,0 +1,163 @@
+// Package nats publishes herald's JSON payload (docs/payload.md) to NATS:
+// core NATS, or JetStream with a publish acknowledgement and the
+// idempotency key as Nats-Msg-Id, so the stream drops redeliveries.
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/sinks"
+)
+
+// Options configure a NATS sink.
+type Options struct {
+	Name string
+	// URL is one server or a comma-separated list.
+	URL string
+	// Subject template: {namespace}, {kind}, {name}, {reason}, {rule},
+	// {severity} and {transition} are replaced by sanitised tokens.
+	Subject      string
+	JetStream    bool
+	CredsFile    string
+	NKeySeedFile string
+	TLS          sinks.TLSOptions
+	// Timeout bounds one publish and its acknowledgement.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Sink is a NATS sink.
+type Sink struct {
+	opts Options
+	nc   *nats.Conn
+	js   jetstream.JetStream
+}
+
+// New connects (retrying in the background if the server is not up yet:
+// sends fail and are retried by the dispatcher until it is).
+func New(opts Options) (*Sink, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	logger := opts.Logger
+	natsOpts := []nats.Option{
+		nats.Name("herald"),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.Timeout(opts.Timeout),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if logger != nil {
+				logger.Warn("NATS connection lost; notifications wait and are retried", "sink", opts.Name, "error", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			if logger != nil {
+				logger.Info("NATS connection restored", "sink", opts.Name, "server", nc.ConnectedUrlRedacted())
+			}
+		}),
+	}
+	if opts.CredsFile != "" {
+		natsOpts = append(natsOpts, nats.UserCredentials(opts.CredsFile))
+	}
+	if opts.NKeySeedFile != "" {
+		o, err := nats.NkeyOptionFromSeed(opts.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats %s: nkey seed: %w", opts.Name, err)
+		}
+		natsOpts = append(natsOpts, o)
+	}
+	tlsCfg, err := sinks.ClientTLS(opts.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("nats %s: TLS: %w", opts.Name, err)
+	}
+	if tlsCfg != nil {
+		natsOpts = append(natsOpts, nats.Secure(tlsCfg))
+	}
+	nc, err := nats.Connect(opts.URL, natsOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats %s: %w", opts.Name, err)
+	}
+	s := &Sink{opts: opts, nc: nc}
+	if opts.JetStream {
+		if s.js, err = jetstream.New(nc); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("nats %s: JetStream: %w", opts.Name, err)
+		}
+	}
+	return s, nil
+}
+
+// Name implements sinks.Sink.
+func (s *Sink) Name() string { return s.opts.Name }
+
+// Close flushes and closes the connection.
+func (s *Sink) Close() { s.nc.Close() }
+
+// Send implements sinks.Sink. Every failure is retryable: the server may
+// be restarting, or the stream electing a leader.
+func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
+	payload := sinks.NewPayload(n)
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("nats %s: encoding payload: %w", s.opts.Name, err)
+	}
+	msg := nats.NewMsg(Subject(s.opts.Subject, payload))
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, payload.ID)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	if s.js != nil {
+		if _, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(payload.ID)); err != nil {
+			return &sinks.Retryable{Err: fmt.Errorf("nats %s: JetStream publish to %s: %w", s.opts.Name, msg.Subject, err)}
+		}
+		return nil
+	}
+	// Core NATS: publish only while connected (the client would otherwise
+	// buffer the message in memory, where a crash loses it), then flush so
+	// the server has it before we call it delivered.
+	if !s.nc.IsConnected() {
+		return &sinks.Retryable{Err: fmt.Errorf("nats %s: not connected (%s)", s.opts.Name, s.nc.Status())}
+	}
+	if err := s.nc.PublishMsg(msg); err != nil {
+		return &sinks.Retryable{Err: fmt.Errorf("nats %s: publish: %w", s.opts.Name, err)}
+	}
+	if err := s.nc.FlushWithContext(ctx); err != nil {
+		return &sinks.Retryable{Err: fmt.Errorf("nats %s: flush: %w", s.opts.Name, err)}
+	}
+	return nil
+}
+
+// Subject renders the subject template for a payload. Each value becomes
+// one token: dots, wildcards and white space become '_'.
+func Subject(template string, p sinks.Payload) string {
+	token := func(s string) string {
+		if s == "" {
+			return "_"
+		}
+		return strings.Map(func(r rune) rune {
+			switch r {
+			case '.', '*', '>', ' ', '\t', '\n', '\r':
+				return '_'
+			}
+			return r
+		}, s)
+	}
+	kind, ns, name, reason, rule, sev := p.Object.Kind, p.Object.Namespace, p.Object.Name, p.Incident.Reason, p.Incident.Rule, p.Incident.Severity
+	if p.Transition == string(incident.Digest) {
+		kind, reason = "digest", "digest"
+	}
+	return strings.NewReplacer(
+		"{namespace}", token(ns), "{kind}", token(kind), "{name}", token(name), "{reason}", token(reason),
+		"{rule}", token(rule), "{severity}", token(sev), "{transition}", token(p.Transition),
+	).Replace(template)
+}
