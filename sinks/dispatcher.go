@@ -21,7 +21,7 @@ const (
 	// lets out within this long, they go out combined.
 	digestWindow = 5 * time.Second
 	// maxDigest bounds how many notifications one digest carries.
-	maxDigest = 200
+	maxDigest  = 200
 	minBackoff = 500 * time.Millisecond
 	maxBackoff = time.Minute
 )

@@ -85,8 +85,8 @@ func TestRenderStaysWithinSlackLimits(t *testing.T) {
 	msg := Render(n, "", t0)
 	raw, _ := json.Marshal(msg.Blocks)
 	var blocks []struct {
-		Type   string `json:"type"`
-		Text   *struct{ Text string } `json:"text"`
+		Type   string                  `json:"type"`
+		Text   *struct{ Text string }  `json:"text"`
 		Fields []struct{ Text string } `json:"fields"`
 	}
 	json.Unmarshal(raw, &blocks)
