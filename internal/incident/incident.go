@@ -32,11 +32,15 @@ const (
 // workload's pods when its rule groups by workload, from first sight until
 // it is over. It is what the ledger stores.
 type Incident struct {
-	// ID names this occurrence of the problem: the fingerprint and when it
-	// was first seen. A problem that resolves and comes back later is a
-	// new incident with a new ID, so receivers that drop redeliveries by
-	// ID never drop its notifications.
+	// ID names this occurrence of the problem: the fingerprint and the
+	// occurrence number. A problem that resolves and comes back later is
+	// a new incident with a new ID, so receivers that drop redeliveries by
+	// ID never drop its notifications; and since the number comes from the
+	// ledger, a herald that restarts (or a new leader) before its last
+	// ledger write gives the same problem the same ID again, so a
+	// notification it repeats carries the same idempotency key.
 	ID          string            `json:"id"`
+	Occurrence  int               `json:"occ"`
 	Fingerprint string            `json:"fp"`
 	Rule        string            `json:"rule"`
 	Severity    string            `json:"sev"`

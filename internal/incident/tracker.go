@@ -35,6 +35,9 @@ type Tracker struct {
 	// pending holds when a finding that must last for a while was first
 	// seen, by object key and fingerprint, until it fires or goes away.
 	pending map[string]map[string]time.Time
+	// occurrences is the highest occurrence number of each fingerprint
+	// the tracker knows (open or retained).
+	occurrences map[string]int
 	// version counts changes worth persisting.
 	version uint64
 }
@@ -47,6 +50,7 @@ func NewTracker(opts Options) *Tracker {
 	return &Tracker{
 		opts: opts, open: map[string]*Incident{}, resolved: map[string]*Incident{},
 		byObject: map[string]map[string]bool{}, pending: map[string]map[string]time.Time{},
+		occurrences: map[string]int{},
 	}
 }
 
@@ -165,8 +169,11 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 	if t.pending[object] != nil {
 		delete(t.pending[object], fp)
 	}
+	occ := t.occurrences[fp] + 1
+	t.occurrences[fp] = occ
 	inc := &Incident{
-		ID:          fp + "-" + strconv.FormatInt(now.UnixMilli(), 36),
+		ID:          fp + "-" + strconv.Itoa(occ),
+		Occurrence:  occ,
 		Fingerprint: fp, Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
 		Object: f.Object, Container: f.Container, Facts: maps.Clone(f.Facts),
 		Title: f.Title, Text: f.Text, Sinks: f.Sinks, FirstSeen: now,
@@ -326,7 +333,7 @@ func (t *Tracker) byID(id string) *Incident {
 	if inc := t.resolved[id]; inc != nil {
 		return inc
 	}
-	fp, _, _ := strings.Cut(id, "-")
+	fp, _, _ := strings.Cut(id, "-") // IDs are <fingerprint>-<occurrence>
 	if inc := t.open[fp]; inc != nil && inc.ID == id {
 		return inc
 	}
@@ -419,6 +426,7 @@ func (t *Tracker) Restore(incs []Incident) {
 	for i := range incs {
 		inc := incs[i]
 		inc.Facts = maps.Clone(inc.Facts)
+		t.occurrences[inc.Fingerprint] = max(t.occurrences[inc.Fingerprint], inc.Occurrence)
 		if !inc.ResolvedAt.IsZero() {
 			t.resolved[inc.ID] = &inc
 			continue

@@ -145,3 +145,25 @@ func TestLedgerRoundTrip(t *testing.T) {
 		t.Errorf("b recovered: %s", transitions(notes))
 	}
 }
+
+// TestSameIDAfterUnflushedRestart: a herald killed after notifying but
+// before its ledger write restarts from the older ledger and gives the
+// problem the same ID, so the repeated notification has the same key.
+func TestSameIDAfterUnflushedRestart(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	first := NewTracker(Options{Now: clock.now})
+	first.Reconcile("k", []rules.Finding{podFinding("web", 1)})
+	notes, _ := first.Reconcile("k", nil) // occurrence 1 resolved
+	saved, _ := first.Snapshot()          // the last ledger write
+	again, _ := first.Reconcile("k", []rules.Finding{podFinding("web", 9)})
+	if len(notes) != 1 || len(again) != 1 || again[0].Incident.ID == notes[0].Incident.ID {
+		t.Fatalf("a problem that comes back must be a new incident: %v / %v", notes, again)
+	}
+	// Killed before writing again: the next herald starts from saved.
+	second := NewTracker(Options{Now: clock.now})
+	second.Restore(saved)
+	repeat, _ := second.Reconcile("k", []rules.Finding{podFinding("web", 9)})
+	if len(repeat) != 1 || repeat[0].ID() != again[0].ID() {
+		t.Fatalf("after an unflushed restart: %v, want the same key %s", repeat, again[0].ID())
+	}
+}
