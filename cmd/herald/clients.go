@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -37,12 +38,18 @@ func newClients(cfg *rest.Config) (watcher.Clients, error) {
 	return watcher.Clients{Typed: typed, Dynamic: dyn, Mapper: mapper}, nil
 }
 
-// serveOps serves /metrics, /healthz (the process is up) and /readyz (the
-// caches have synced).
-func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, logger *slog.Logger) (*http.Server, error) {
+// serveOps serves /metrics, /healthz (the process is up and, if it leads,
+// has renewed its lease in time) and /readyz (the caches have synced).
+func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, lease *leaderelection.HealthzAdaptor, logger *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { rw.Write([]byte("ok\n")) })
+	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
+		if err := lease.Check(r); err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rw.Write([]byte("ok\n"))
+	})
 	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, _ *http.Request) {
 		if !w.Synced() {
 			http.Error(rw, "caches not synced", http.StatusServiceUnavailable)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,11 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/handlers"
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/sinks"
 	natssink "github.com/herald-k8s/herald/sinks/nats"
@@ -42,6 +45,11 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	metricsAddr := fs.String("metrics-addr", ":8080", "address of /metrics, /healthz and /readyz; empty to disable")
 	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "default"), "herald's own namespace, where the ledger ConfigMaps live")
 	noPersist := fs.Bool("no-persist", false, "keep the incident ledger in memory only (restarts forget what was sent)")
+	leaderElect := fs.Bool("leader-elect", true, "elect a leader by a Lease, so that only one replica notifies")
+	leaseName := fs.String("lease-name", "herald", "name of the leader Lease in --namespace")
+	leaseDuration := fs.Duration("lease-duration", 15*time.Second, "how long a lease is valid without renewal")
+	renewDeadline := fs.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before giving up")
+	retryPeriod := fs.Duration("retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -86,14 +94,6 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	if !*noPersist {
 		store = incident.NewConfigMapStore(clients.Typed, *namespace, cfg.Incidents.LedgerName)
 	}
-	loaded, err := loadLedger(ctx, store, logger)
-	if err != nil {
-		logger.Error("cannot read the incident ledger; refusing to start rather than repeat every open incident", "namespace", *namespace, "error", err)
-		return 1
-	}
-	tracker.Restore(loaded)
-	logger.Info("incident ledger loaded", "incidents", len(loaded), "persisted", !*noPersist, "namespace", *namespace)
-
 	w := watcher.New(clients, 0, logger)
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
 	dispatcher.OnDelivered(tracker.Delivered)
@@ -105,7 +105,6 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		Workers:          cfg.Workers,
 		Logger:           logger,
 		Metrics:          handlers.NewMetrics(reg),
-		FirstStart:       len(loaded) == 0,
 		RouteByNamespace: hasSlack(cfg),
 		Startup:          cfg.Incidents.Startup,
 		Delivered:        tracker.Delivered,
@@ -114,16 +113,78 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		logger.Error("setting up watches", "error", err)
 		return 1
 	}
+	isLeader := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_leader", Help: "1 while this replica holds the lease and notifies."})
+	reg.MustRegister(isLeader)
+	healthz := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if *metricsAddr != "" {
-		srv, err := serveOps(*metricsAddr, reg, w, logger)
+		srv, err := serveOps(*metricsAddr, reg, w, healthz, logger)
 		if err != nil {
 			logger.Error("starting the metrics server", "addr", *metricsAddr, "error", err)
 			return 1
 		}
 		defer srv.Close()
 	}
-	logger.Info("herald starting", "version", version, "config", cfg.File(), "kinds", ruleSet.Kinds(), "sinks", len(sinkList))
+	logger.Info("herald starting", "version", version, "config", cfg.File(), "kinds", ruleSet.Kinds(), "sinks", len(sinkList), "leaderElection", *leaderElect)
+	// Every replica keeps warm caches; only the leader reconciles.
 	w.Start(ctx)
+	defer w.Shutdown()
+
+	var runErr error
+	lead := func(ctx context.Context) {
+		runErr = runLeader(ctx, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger, namespace: *namespace, persisted: !*noPersist})
+	}
+	if !*leaderElect {
+		isLeader.Set(1)
+		lead(ctx)
+	} else {
+		err := leader.Run(ctx, leader.Options{
+			Client: clients.Typed, Namespace: *namespace, Name: *leaseName, Identity: leader.Identity(),
+			LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
+			Logger: logger, Healthz: healthz,
+			OnLeading: func(on bool) { isLeader.Set(map[bool]float64{true: 1}[on]) },
+		}, lead)
+		if errors.Is(err, leader.ErrLost) {
+			// Another replica may lead already: stop at once rather than
+			// notify beside it. What was not delivered is in the ledger.
+			logger.Error("lost the leader lease; exiting so that only one replica notifies")
+			return 1
+		}
+		if err != nil {
+			logger.Error("leader election failed", "error", err)
+			return 1
+		}
+	}
+	if runErr != nil {
+		logger.Error("herald stopped with an error", "error", runErr)
+		return 1
+	}
+	logger.Info("herald stopped")
+	return 0
+}
+
+// leaderParts are what the leader runs.
+type leaderParts struct {
+	tracker    *incident.Tracker
+	store      incident.Store
+	dispatcher *sinks.Dispatcher
+	ctrl       *handlers.Controller
+	logger     *slog.Logger
+	namespace  string
+	persisted  bool
+}
+
+// runLeader is the leader's work: load the ledger (now that no other
+// replica writes it), then reconcile and notify until ctx ends; then let
+// the sinks send what is queued (up to shutdownGrace) and write the
+// ledger a last time.
+func runLeader(ctx context.Context, p leaderParts) error {
+	loaded, err := loadLedger(ctx, p.store, p.logger)
+	if err != nil {
+		return fmt.Errorf("cannot read the incident ledger in %s; refusing to start rather than repeat every open incident: %w", p.namespace, err)
+	}
+	p.tracker.Restore(loaded)
+	p.ctrl.FirstStart = len(loaded) == 0
+	p.logger.Info("incident ledger loaded", "incidents", len(loaded), "persisted", p.persisted, "namespace", p.namespace)
 
 	// The sinks outlive ctx by up to shutdownGrace, so that what the last
 	// reconciles queued is still sent after SIGTERM.
@@ -131,22 +192,16 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	defer stopSinks()
 	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))
 	var wg, ledgerDone sync.WaitGroup
-	ledgerDone.Go(func() { incident.Persist(ledgerCtx, tracker, store, logger) })
-	wg.Go(func() { dispatcher.Run(sinkCtx) })
-	runErr := ctrl.Run(ctx)
-	dispatcher.Close()
+	ledgerDone.Go(func() { incident.Persist(ledgerCtx, p.tracker, p.store, p.logger) })
+	wg.Go(func() { p.dispatcher.Run(sinkCtx) })
+	runErr := p.ctrl.Run(ctx)
+	p.dispatcher.Close()
 	grace := time.AfterFunc(shutdownGrace, stopSinks)
 	wg.Wait()
 	grace.Stop()
 	stopLedger() // after the sinks: the final write records their deliveries
 	ledgerDone.Wait()
-	w.Shutdown()
-	if runErr != nil {
-		logger.Error("herald stopped with an error", "error", runErr)
-		return 1
-	}
-	logger.Info("herald stopped")
-	return 0
+	return runErr
 }
 
 // loadLedger reads the ledger, retrying API errors for up to 30 s.
