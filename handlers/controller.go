@@ -82,7 +82,7 @@ func New(opts Options) (*Controller, error) {
 		Options: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[watcher.Key](),
-			workqueue.TypedRateLimitingQueueConfig[watcher.Key]{Name: "herald"},
+			workqueue.TypedRateLimitingQueueConfig[watcher.Key]{Name: "herald", MetricsProvider: opts.Metrics.Queue},
 		),
 		ruleErrs: newErrorLog(time.Minute, opts.Now),
 	}

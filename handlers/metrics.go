@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // Metrics are the reconcile loop's Prometheus metrics.
 type Metrics struct {
+	Queue            workqueue.MetricsProvider
 	Events           *prometheus.CounterVec
 	RuleErrors       *prometheus.CounterVec
 	Notifications    *prometheus.CounterVec
@@ -36,6 +38,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Events, m.RuleErrors, m.Notifications, m.ReconcileSeconds)
 	}
+	m.Queue = newQueueMetrics(reg)
 	return m
 }
 
@@ -67,4 +70,53 @@ func (l *errorLog) allow(key string) (held int, ok bool) {
 	held = l.held[key]
 	l.last[key], l.held[key] = now, 0
 	return held, true
+}
+
+// queueMetrics makes client-go's work queue report to Prometheus (depth,
+// adds, latency, work duration, retries) without client-go's global
+// provider.
+type queueMetrics struct {
+	depth                   *prometheus.GaugeVec
+	adds, retries           *prometheus.CounterVec
+	latency, workDuration   *prometheus.HistogramVec
+	unfinished, longestProc *prometheus.GaugeVec
+}
+
+func newQueueMetrics(reg prometheus.Registerer) *queueMetrics {
+	buckets := prometheus.ExponentialBuckets(0.00001, 4, 12)
+	q := &queueMetrics{
+		depth:        prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_workqueue_depth", Help: "Keys waiting in the work queue."}, []string{"name"}),
+		adds:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_workqueue_adds_total", Help: "Keys added to the work queue."}, []string{"name"}),
+		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_workqueue_retries_total", Help: "Keys requeued after a failed reconcile."}, []string{"name"}),
+		latency:      prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_workqueue_queue_duration_seconds", Help: "Time a key waits before a worker takes it.", Buckets: buckets}, []string{"name"}),
+		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_workqueue_work_duration_seconds", Help: "Time a worker spends on a key.", Buckets: buckets}, []string{"name"}),
+		unfinished:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_workqueue_unfinished_work_seconds", Help: "Work in progress not yet finished, in seconds."}, []string{"name"}),
+		longestProc:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_workqueue_longest_running_processor_seconds", Help: "How long the longest running worker has been on its key."}, []string{"name"}),
+	}
+	if reg != nil {
+		reg.MustRegister(q.depth, q.adds, q.retries, q.latency, q.workDuration, q.unfinished, q.longestProc)
+	}
+	return q
+}
+
+func (q *queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return q.depth.WithLabelValues(name)
+}
+func (q *queueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
+	return q.adds.WithLabelValues(name)
+}
+func (q *queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return q.latency.WithLabelValues(name)
+}
+func (q *queueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	return q.workDuration.WithLabelValues(name)
+}
+func (q *queueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return q.unfinished.WithLabelValues(name)
+}
+func (q *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return q.longestProc.WithLabelValues(name)
+}
+func (q *queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return q.retries.WithLabelValues(name)
 }

@@ -171,4 +171,19 @@ sinks:
 	if n := metricValue(t, metricsAddr, `herald_rule_evaluation_errors_total{rule="widget-broken"}`); n != 0 {
 		t.Errorf("the good rule counted %v errors", n)
 	}
+	// The operational metrics are there and move.
+	for _, sample := range []string{`herald_leader`, `herald_cache_synced`, `herald_sink_sent_total{sink="hook"}`} {
+		if v := metricValue(t, metricsAddr, sample); v < 1 {
+			t.Errorf("%s = %v", sample, v)
+		}
+	}
+	if v := metricValue(t, metricsAddr, `herald_workqueue_adds_total{name="herald"}`); v < 5 {
+		t.Errorf("work queue adds = %v, want at least 5", v)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return metricValue(t, metricsAddr, "herald_ledger_writes_total") >= 1, nil
+	})
+	if err != nil {
+		t.Errorf("no ledger write counted")
+	}
 }

@@ -114,7 +114,14 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	isLeader := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_leader", Help: "1 while this replica holds the lease and notifies."})
-	reg.MustRegister(isLeader)
+	ledgerWrites := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_writes_total", Help: "Ledger writes (each batches the changes of up to a second)."})
+	ledgerFailures := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_write_errors_total", Help: "Ledger writes that failed (retried at the next tick)."})
+	ledgerSize := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_ledger_incidents", Help: "Incidents in the ledger at the last write (open and retained resolved)."})
+	reg.MustRegister(isLeader, ledgerWrites, ledgerFailures, ledgerSize,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_open_incidents", Help: "Open incidents."}, func() float64 { return float64(tracker.Open()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_cache_synced", Help: "1 once every informer has listed."}, func() float64 { return map[bool]float64{true: 1}[w.Synced()] }),
+	)
+	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}
 	healthz := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if *metricsAddr != "" {
 		srv, err := serveOps(*metricsAddr, reg, w, healthz, logger)
@@ -131,7 +138,8 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 
 	var runErr error
 	lead := func(ctx context.Context) {
-		runErr = runLeader(ctx, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger, namespace: *namespace, persisted: !*noPersist})
+		runErr = runLeader(ctx, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
+			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics})
 	}
 	if !*leaderElect {
 		isLeader.Set(1)
@@ -164,13 +172,14 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 
 // leaderParts are what the leader runs.
 type leaderParts struct {
-	tracker    *incident.Tracker
-	store      incident.Store
-	dispatcher *sinks.Dispatcher
-	ctrl       *handlers.Controller
-	logger     *slog.Logger
-	namespace  string
-	persisted  bool
+	tracker       *incident.Tracker
+	store         incident.Store
+	dispatcher    *sinks.Dispatcher
+	ctrl          *handlers.Controller
+	logger        *slog.Logger
+	namespace     string
+	persisted     bool
+	ledgerMetrics *incident.LedgerMetrics
 }
 
 // runLeader is the leader's work: load the ledger (now that no other
@@ -192,7 +201,7 @@ func runLeader(ctx context.Context, p leaderParts) error {
 	defer stopSinks()
 	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))
 	var wg, ledgerDone sync.WaitGroup
-	ledgerDone.Go(func() { incident.Persist(ledgerCtx, p.tracker, p.store, p.logger) })
+	ledgerDone.Go(func() { incident.Persist(ledgerCtx, p.tracker, p.store, p.logger, p.ledgerMetrics) })
 	wg.Go(func() { p.dispatcher.Run(sinkCtx) })
 	runErr := p.ctrl.Run(ctx)
 	p.dispatcher.Close()

@@ -47,7 +47,7 @@ const FlushInterval = time.Second
 // once per FlushInterval, until ctx ends; then it writes once more so a
 // graceful stop loses nothing. A failed write is logged and retried at
 // the next tick.
-func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger) {
+func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics) {
 	var saved uint64
 	flush := func(ctx context.Context) {
 		incs, version := t.Snapshot()
@@ -56,8 +56,10 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger) 
 		}
 		if err := store.Save(ctx, incs); err != nil {
 			logger.Error("writing the incident ledger failed; will retry", "error", err)
+			m.failed()
 			return
 		}
+		m.wrote(len(incs))
 		saved = version
 	}
 	tick := time.NewTicker(FlushInterval)
@@ -72,5 +74,29 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger) 
 			cancel()
 			return
 		}
+	}
+}
+
+// LedgerMetrics observe the ledger writer; nil fields are skipped.
+type LedgerMetrics struct {
+	Writes, Failures func()
+	Incidents        func(n int)
+}
+
+func (m *LedgerMetrics) wrote(n int) {
+	if m == nil {
+		return
+	}
+	if m.Writes != nil {
+		m.Writes()
+	}
+	if m.Incidents != nil {
+		m.Incidents(n)
+	}
+}
+
+func (m *LedgerMetrics) failed() {
+	if m != nil && m.Failures != nil {
+		m.Failures()
 	}
 }
