@@ -55,7 +55,8 @@ func Identity() string {
 // must return once its work is finished (in-flight sends done, ledger
 // written). When ctx ends, Run waits for lead, then releases the lease so
 // another replica takes over within a retry period, and returns nil. When
-// the lease is lost, Run returns ErrLost without waiting.
+// the lease is lost, Run returns ErrLost without waiting. When lead
+// returns by itself, Run releases the lease and returns nil.
 func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
@@ -126,6 +127,12 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	select {
 	case <-lost:
 		return ErrLost
+	case <-leadDone:
+		// The work ended by itself (a fatal error it reports to the
+		// caller): step down rather than hold the lease idle.
+		stopElection()
+		<-elected
+		return nil
 	case <-ctx.Done():
 	}
 	// Shutting down: a leader finishes its work first, then releases.
