@@ -73,16 +73,25 @@ func Resource(kind string) (schema.GroupVersionResource, bool) {
 	return gvr, ok
 }
 
-// Watcher holds the shared informer factories (typed for built-in kinds,
-// dynamic for custom resources) and the informers they made.
+// Watcher holds one informer per watched kind, each from its own factory
+// (typed for built-in kinds, dynamic for custom resources) so that a kind
+// no longer needed after a configuration reload can be stopped on its own.
+// Every rule of a kind still shares that kind's one List/Watch and cache.
 type Watcher struct {
-	factory informers.SharedInformerFactory
-	dynamic dynamicinformer.DynamicSharedInformerFactory
-	mapper  meta.RESTMapper
+	clients Clients
+	resync  time.Duration
 	logger  *slog.Logger
 
-	mu        sync.Mutex
-	informers map[string]cache.SharedIndexInformer
+	mu    sync.Mutex
+	kinds map[string]*kindWatch
+}
+
+// kindWatch is one kind's informer and how to run it.
+type kindWatch struct {
+	inf      cache.SharedIndexInformer
+	start    func(stop <-chan struct{})
+	shutdown func()
+	cancel   context.CancelFunc // set once started
 }
 
 // Clients are what a Watcher lists and watches with. Dynamic and Mapper
@@ -96,16 +105,7 @@ type Clients struct {
 // New makes a Watcher. resync is the informers' resync period (0: none);
 // handlers ignore resyncs whose resourceVersion did not change.
 func New(c Clients, resync time.Duration, logger *slog.Logger) *Watcher {
-	w := &Watcher{
-		factory:   informers.NewSharedInformerFactoryWithOptions(c.Typed, resync, informers.WithTransform(StripUnread)),
-		mapper:    c.Mapper,
-		logger:    logger,
-		informers: map[string]cache.SharedIndexInformer{},
-	}
-	if c.Dynamic != nil {
-		w.dynamic = dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, resync)
-	}
-	return w
+	return &Watcher{clients: c, resync: resync, logger: logger, kinds: map[string]*kindWatch{}}
 }
 
 // Informer returns the informer for kind, creating it on first use. Calls
@@ -113,39 +113,60 @@ func New(c Clients, resync time.Duration, logger *slog.Logger) *Watcher {
 func (w *Watcher) Informer(kind string) (cache.SharedIndexInformer, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if inf, ok := w.informers[kind]; ok {
-		return inf, nil
+	if kw, ok := w.kinds[kind]; ok {
+		return kw.inf, nil
 	}
-	var inf cache.SharedIndexInformer
+	kw := &kindWatch{}
 	if gvr, ok := Resource(kind); ok {
-		generic, err := w.factory.ForResource(gvr)
+		f := informers.NewSharedInformerFactoryWithOptions(w.clients.Typed, w.resync, informers.WithTransform(StripUnread))
+		generic, err := f.ForResource(gvr)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %s: %w", kind, err)
 		}
-		inf = generic.Informer()
+		kw.inf, kw.start, kw.shutdown = generic.Informer(), f.Start, f.Shutdown
 	} else {
 		gvr, err := w.customResource(kind)
 		if err != nil {
 			return nil, err
 		}
-		inf = w.dynamic.ForResource(gvr).Informer()
-		if err := inf.SetTransform(StripUnread); err != nil {
+		f := dynamicinformer.NewDynamicSharedInformerFactory(w.clients.Dynamic, w.resync)
+		kw.inf, kw.start, kw.shutdown = f.ForResource(gvr).Informer(), f.Start, f.Shutdown
+		if err := kw.inf.SetTransform(StripUnread); err != nil {
 			return nil, err
 		}
 	}
-	w.informers[kind] = inf
-	return inf, nil
+	w.kinds[kind] = kw
+	return kw.inf, nil
+}
+
+// Remove stops the informer of kind and drops its cache.
+func (w *Watcher) Remove(kind string) {
+	w.mu.Lock()
+	kw, ok := w.kinds[kind]
+	delete(w.kinds, kind)
+	w.mu.Unlock()
+	if ok {
+		kw.stop()
+		w.logger.Info("stopped watching kind", "kind", kind)
+	}
+}
+
+func (kw *kindWatch) stop() {
+	if kw.cancel != nil {
+		kw.cancel()
+	}
+	kw.shutdown()
 }
 
 // customResource finds the resource of a kind spelled Kind.version.group
 // through API discovery.
 func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, error) {
 	name, rest, ok := strings.Cut(kind, ".")
-	if !ok || w.dynamic == nil || w.mapper == nil {
+	if !ok || w.clients.Dynamic == nil || w.clients.Mapper == nil {
 		return schema.GroupVersionResource{}, fmt.Errorf("herald cannot watch kind %q", kind)
 	}
 	version, group, _ := strings.Cut(rest, ".")
-	m, err := w.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: name}, version)
+	m, err := w.clients.Mapper.RESTMapping(schema.GroupKind{Group: group, Kind: name}, version)
 	if err != nil {
 		return schema.GroupVersionResource{}, fmt.Errorf("kind %s (%s/%s) is not served by the API server; is its CRD installed? %w", name, group, version, err)
 	}
@@ -156,8 +177,8 @@ func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, erro
 func (w *Watcher) Kinds() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	kinds := make([]string, 0, len(w.informers))
-	for k := range w.informers {
+	kinds := make([]string, 0, len(w.kinds))
+	for k := range w.kinds {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
@@ -167,26 +188,28 @@ func (w *Watcher) Kinds() []string {
 // Start starts every informer made so far; it does not block. It may be
 // called again to start informers made since.
 func (w *Watcher) Start(ctx context.Context) {
-	w.factory.Start(ctx.Done())
-	if w.dynamic != nil {
-		w.dynamic.Start(ctx.Done())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, kw := range w.kinds {
+		if kw.cancel == nil {
+			kctx, cancel := context.WithCancel(ctx)
+			kw.cancel = cancel
+			kw.start(kctx.Done())
+		}
 	}
 }
 
 // WaitForCacheSync blocks until every started informer has listed once.
 func (w *Watcher) WaitForCacheSync(ctx context.Context) error {
 	start := time.Now()
-	for typ, ok := range w.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("cache of %v did not sync: %w", typ, context.Cause(ctx))
-		}
+	w.mu.Lock()
+	var synced []cache.InformerSynced
+	for _, kw := range w.kinds {
+		synced = append(synced, kw.inf.HasSynced)
 	}
-	if w.dynamic != nil {
-		for gvr, ok := range w.dynamic.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return fmt.Errorf("cache of %v did not sync: %w", gvr, context.Cause(ctx))
-			}
-		}
+	w.mu.Unlock()
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
 	}
 	w.logger.Info("caches synced", "kinds", w.Kinds(), "duration", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -194,10 +217,24 @@ func (w *Watcher) WaitForCacheSync(ctx context.Context) error {
 
 // Shutdown stops the informers and waits for their goroutines.
 func (w *Watcher) Shutdown() {
-	w.factory.Shutdown()
-	if w.dynamic != nil {
-		w.dynamic.Shutdown()
+	w.mu.Lock()
+	kinds := w.kinds
+	w.kinds = map[string]*kindWatch{}
+	w.mu.Unlock()
+	for _, kw := range kinds {
+		kw.stop()
 	}
+}
+
+// informer returns the informer of kind, if there is one.
+func (w *Watcher) informer(kind string) (cache.SharedIndexInformer, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	kw, ok := w.kinds[kind]
+	if !ok {
+		return nil, false
+	}
+	return kw.inf, true
 }
 
 // NamespaceLabels returns the labels of a cached namespace; it needs the
@@ -231,8 +268,8 @@ func (w *Watcher) NamespaceAnnotation(name, key string) string {
 func (w *Watcher) Synced() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, inf := range w.informers {
-		if !inf.HasSynced() {
+	for _, kw := range w.kinds {
+		if !kw.inf.HasSynced() {
 			return false
 		}
 	}
@@ -242,9 +279,7 @@ func (w *Watcher) Synced() bool {
 // Get reads the object named by key from the cache. The object is shared
 // with the cache and must not be modified.
 func (w *Watcher) Get(key Key) (runtime.Object, bool, error) {
-	w.mu.Lock()
-	inf, ok := w.informers[key.Kind]
-	w.mu.Unlock()
+	inf, ok := w.informer(key.Kind)
 	if !ok {
 		return nil, false, fmt.Errorf("no informer for kind %q", key.Kind)
 	}
@@ -279,9 +314,7 @@ func objectMeta(obj any) (metav1.Object, error) {
 // List returns every cached object of kind. The objects are shared with
 // the cache and must not be modified.
 func (w *Watcher) List(kind string) ([]runtime.Object, error) {
-	w.mu.Lock()
-	inf, ok := w.informers[kind]
-	w.mu.Unlock()
+	inf, ok := w.informer(kind)
 	if !ok {
 		return nil, fmt.Errorf("no informer for kind %q", kind)
 	}
@@ -323,9 +356,7 @@ func WorkloadKey(namespace, kind, name string) string {
 // CountByWorkload counts the cached pods of a workload (0 without the
 // index: the pod informer gets it when some rule groups by workload).
 func (w *Watcher) CountByWorkload(namespace, kind, name string) int {
-	w.mu.Lock()
-	inf, ok := w.informers["Pod"]
-	w.mu.Unlock()
+	inf, ok := w.informer("Pod")
 	if !ok {
 		return 0
 	}
