@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +64,8 @@ const AnnotationChannel = "herald.io/slack-channel"
 // Controller runs the reconcile loop.
 type Controller struct {
 	Options
+	// rules is the rule set in force; a configuration reload swaps it.
+	rules     atomic.Pointer[rules.Set]
 	queue     workqueue.TypedRateLimitingInterface[watcher.Key]
 	nsLabels  rules.NamespaceLabels
 	ruleErrs  *errorLog
@@ -86,16 +89,20 @@ func New(opts Options) (*Controller, error) {
 		),
 		ruleErrs: newErrorLog(time.Minute, opts.Now),
 	}
+	c.rules.Store(opts.Rules)
 	if opts.Rules.GroupsByWorkload() {
 		if err := opts.Watcher.IndexPodsByWorkload(); err != nil {
 			return nil, err
 		}
 	}
+	// Always the watcher's lookup (it answers "unknown" without a
+	// Namespace informer), so that a reload never changes what the event
+	// handlers read.
+	c.nsLabels = opts.Watcher.NamespaceLabels
 	if opts.Rules.NeedsNamespaces() || opts.RouteByNamespace {
 		if _, err := opts.Watcher.Informer("Namespace"); err != nil {
 			return nil, err
 		}
-		c.nsLabels = opts.Watcher.NamespaceLabels
 	}
 	for _, kind := range opts.Rules.Kinds() {
 		if err := c.watch(kind); err != nil {
@@ -116,6 +123,63 @@ func (c *Controller) watch(kind string) error {
 	if _, err := inf.AddEventHandler(c.eventHandler(kind)); err != nil {
 		return fmt.Errorf("adding event handler for %s: %w", kind, err)
 	}
+	return nil
+}
+
+// Reload puts a new rule set in force without a restart: kinds new to it
+// get informers (started at once), kinds no rule needs any more are
+// stopped, incidents of removed rules are dropped silently, and every
+// object of the watched kinds is queued so the new rules see what exists.
+func (c *Controller) Reload(set *rules.Set) error {
+	old := c.rules.Load()
+	if set.GroupsByWorkload() && !old.GroupsByWorkload() {
+		if err := c.Watcher.IndexPodsByWorkload(); err != nil {
+			return fmt.Errorf("indexing pods by workload needs a restart: %w", err)
+		}
+	}
+	if set.NeedsNamespaces() {
+		if _, err := c.Watcher.Informer("Namespace"); err != nil {
+			return err
+		}
+	}
+	var added []string
+	for _, kind := range set.Kinds() {
+		if !slices.Contains(old.Kinds(), kind) {
+			if err := c.watch(kind); err != nil {
+				return fmt.Errorf("watching %s: %w", kind, err)
+			}
+			added = append(added, kind)
+		}
+	}
+	c.Watcher.StartAdded()
+	c.rules.Store(set)
+	for _, kind := range old.Kinds() {
+		keepNamespaces := kind == "Namespace" && (set.NeedsNamespaces() || c.RouteByNamespace)
+		if !slices.Contains(set.Kinds(), kind) && !keepNamespaces {
+			c.Watcher.Remove(kind)
+		}
+	}
+	removed := map[string]bool{}
+	for _, name := range old.RuleNames() {
+		if !slices.Contains(set.RuleNames(), name) {
+			removed[name] = true
+		}
+	}
+	dropped := c.Incidents.DropRules(removed)
+	queued := 0
+	for _, kind := range set.Kinds() {
+		objs, err := c.Watcher.List(kind)
+		if err != nil {
+			continue // a kind added just now fills its queue as it lists
+		}
+		for _, o := range objs {
+			if k, ok := watcher.KeyFor(kind, o); ok {
+				c.queue.Add(k)
+				queued++
+			}
+		}
+	}
+	c.Logger.Info("rules reloaded", "rules", len(set.RuleNames()), "kindsAdded", added, "rulesRemoved", len(removed), "incidentsDropped", dropped, "objectsQueued", queued)
 	return nil
 }
 
@@ -155,7 +219,7 @@ func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
 	}
 	inScope := func(obj any) bool {
 		m, ok := obj.(metav1.Object)
-		return ok && c.Rules.InScope(kind, m, c.nsLabels)
+		return ok && c.rules.Load().InScope(kind, m, c.nsLabels)
 	}
 	events := c.Metrics.Events.WithLabelValues(kind)
 	return cache.ResourceEventHandlerFuncs{
@@ -249,7 +313,7 @@ func (c *Controller) startupReconcile(ctx context.Context) error {
 	}
 	keys := map[watcher.Key]bool{}
 	for _, kind := range c.Watcher.Kinds() {
-		if kind == "Namespace" && !slices.Contains(c.Rules.Kinds(), kind) {
+		if kind == "Namespace" && !slices.Contains(c.rules.Load().Kinds(), kind) {
 			continue
 		}
 		objs, err := c.Watcher.List(kind)
@@ -348,7 +412,7 @@ func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) 
 	var findings []rules.Finding
 	if exists {
 		var ruleErrs []rules.RuleError
-		findings, ruleErrs = c.Rules.Evaluate(key.Kind, obj, c.Now(), c.nsLabels)
+		findings, ruleErrs = c.rules.Load().Evaluate(key.Kind, obj, c.Now(), c.nsLabels)
 		for _, re := range ruleErrs {
 			// One bad rule must not stop the others, nor flood the log:
 			// count every failure, log one per rule per minute.

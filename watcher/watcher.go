@@ -84,6 +84,7 @@ type Watcher struct {
 
 	mu    sync.Mutex
 	kinds map[string]*kindWatch
+	ctx   context.Context // of the first Start, for kinds added later
 }
 
 // kindWatch is one kind's informer and how to run it.
@@ -190,6 +191,23 @@ func (w *Watcher) Kinds() []string {
 func (w *Watcher) Start(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.ctx == nil {
+		w.ctx = ctx
+	}
+	w.startLocked(ctx)
+}
+
+// StartAdded starts informers made after Start, under Start's context (a
+// configuration reload that watches new kinds).
+func (w *Watcher) StartAdded() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx != nil {
+		w.startLocked(w.ctx)
+	}
+}
+
+func (w *Watcher) startLocked(ctx context.Context) {
 	for _, kw := range w.kinds {
 		if kw.cancel == nil {
 			kctx, cancel := context.WithCancel(ctx)

@@ -74,6 +74,7 @@ func startHeraldArgs(t *testing.T, env *testenv.Env, configYAML string, extra ..
 // heraldRun is one herald process (in-process), stoppable mid-test.
 type heraldRun struct {
 	t      *testing.T
+	config string
 	logs   *syncBuffer
 	cancel context.CancelFunc
 	done   chan int
@@ -92,7 +93,7 @@ func runHerald(t *testing.T, env *testenv.Env, configYAML string, extra ...strin
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &heraldRun{t: t, logs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	h := &heraldRun{t: t, config: cfgPath, logs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	go func() {
 		args := append([]string{"run", "--config", cfgPath, "--kubeconfig", kc, "--log-format", "text", "--metrics-addr", "127.0.0.1:0"}, extra...)
 		h.done <- runMain(ctx, args, h.logs, h.logs)

@@ -50,6 +50,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	leaseDuration := fs.Duration("lease-duration", 15*time.Second, "how long a lease is valid without renewal")
 	renewDeadline := fs.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before giving up")
 	retryPeriod := fs.Duration("retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
+	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -135,6 +136,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	// Every replica keeps warm caches; only the leader reconciles.
 	w.Start(ctx)
 	defer w.Shutdown()
+	if *reloadInterval > 0 {
+		go newReloader(*configPath, *reloadInterval, cfg, ctrl, logger, reg).run(ctx)
+	}
 
 	var runErr error
 	lead := func(ctx context.Context) {

@@ -372,6 +372,29 @@ func (t *Tracker) MemberKeys() []string {
 	return keys
 }
 
+// DropRules forgets the open incidents of rules that no longer exist (a
+// configuration reload removed them), without notifying: the operator
+// removed the rule, nothing recovered.
+func (t *Tracker) DropRules(removed map[string]bool) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for fp, inc := range t.open {
+		if !removed[inc.Rule] {
+			continue
+		}
+		for _, m := range inc.Members {
+			t.unindex(m, fp)
+		}
+		delete(t.open, fp)
+		n++
+	}
+	if n > 0 {
+		t.version++
+	}
+	return n
+}
+
 // Open counts the open incidents.
 func (t *Tracker) Open() int {
 	t.mu.Lock()

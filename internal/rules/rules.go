@@ -206,6 +206,18 @@ func (s *Set) Kinds() []string {
 // that the watcher must cache namespaces too.
 func (s *Set) NeedsNamespaces() bool { return s.needsNamespaces }
 
+// RuleNames lists the rules' names.
+func (s *Set) RuleNames() []string {
+	var names []string
+	for _, rs := range s.byKind {
+		for _, r := range rs {
+			names = append(names, r.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // GroupsByWorkload reports whether a rule groups pods by workload, so that
 // the pod cache must be indexed by workload.
 func (s *Set) GroupsByWorkload() bool { return s.groups }

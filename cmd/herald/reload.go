@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/handlers"
+)
+
+// reloader watches the configuration file (a mounted ConfigMap changes
+// it by swapping a symlink, so its content is polled rather than its
+// inode watched) and puts valid new rules in force without a restart.
+type reloader struct {
+	path     string
+	interval time.Duration
+	current  *config.Config
+	ctrl     *handlers.Controller
+	logger   *slog.Logger
+	ok       prometheus.Gauge
+	failures prometheus.Counter
+}
+
+func newReloader(path string, interval time.Duration, cfg *config.Config, ctrl *handlers.Controller, logger *slog.Logger, reg prometheus.Registerer) *reloader {
+	r := &reloader{path: path, interval: interval, current: cfg, ctrl: ctrl, logger: logger,
+		ok:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_config_last_reload_successful", Help: "1 if the last configuration change was applied, 0 if it was rejected."}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_config_reload_failures_total", Help: "Configuration changes rejected (their errors are logged)."}),
+	}
+	r.ok.Set(1)
+	reg.MustRegister(r.ok, r.failures)
+	return r
+}
+
+func (r *reloader) run(ctx context.Context) {
+	last := fileHash(r.path)
+	tick := time.NewTicker(r.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		h := fileHash(r.path)
+		if h == nil || bytes.Equal(h, last) {
+			continue
+		}
+		last = h
+		if err := r.apply(); err != nil {
+			r.ok.Set(0)
+			r.failures.Inc()
+			r.logger.Error("configuration change rejected; the previous configuration keeps running",
+				"config", r.path, "errors", strings.Split(err.Error(), "\n"))
+			continue
+		}
+		r.ok.Set(1)
+	}
+}
+
+// apply loads and compiles the file; what cannot change at run time
+// rejects the change as a whole, so it never half-applies.
+func (r *reloader) apply() error {
+	cfg, set, err := loadConfig(r.path)
+	if err != nil {
+		return err
+	}
+	var needRestart []string
+	if !reflect.DeepEqual(cfg.Sinks, r.current.Sinks) {
+		needRestart = append(needRestart, "sinks")
+	}
+	if cfg.Workers != r.current.Workers {
+		needRestart = append(needRestart, "workers")
+	}
+	if cfg.Incidents != r.current.Incidents {
+		needRestart = append(needRestart, "incidents")
+	}
+	if len(needRestart) > 0 {
+		return fmt.Errorf("%s changed: these take effect at a restart (roll the pods); rules can change at run time", strings.Join(needRestart, ", "))
+	}
+	if err := r.ctrl.Reload(set); err != nil {
+		return err
+	}
+	r.current = cfg
+	r.logger.Info("configuration reloaded", "config", r.path, "rules", len(cfg.Rules))
+	return nil
+}
+
+func fileHash(path string) []byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	h := sha256.Sum256(data)
+	return h[:]
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+// TestHotReload: a rule added to the running herald's file fires without
+// a restart; a broken file is rejected with its errors and the rules in
+// force keep firing; a removed rule's incidents go quietly.
+func TestHotReload(t *testing.T) {
+	env := testenv.New(t)
+	client, _ := env.Client()
+	recv := newReceiver(t)
+	rule := func(name, team string) string {
+		return fmt.Sprintf("  - {name: %s, kind: Pod, detector: crashloop, labels: \"team=%s\", sinks: [hook]}\n", name, team)
+	}
+	file := func(rules string) string {
+		return "rules:\n" + rules + fmt.Sprintf("sinks:\n  - {name: hook, webhook: {url: %s/herald}}\n", recv.URL)
+	}
+	// runHerald writes the file under a temp dir; rewrite that same file.
+	h := startedHerald(t, env, file(rule("team-a", "a")), "--config-reload-interval", "100ms")
+	defer h.stop()
+	cfgPath := h.config
+	ctx := context.Background()
+	crash := func(name, team string) {
+		pod := newPod(name)
+		pod.Labels["team"] = team
+		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		setStatus(t, client, name, crashLooping, 3)
+	}
+	waitLog := func(s string, n int) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return strings.Count(h.logs.String(), s) >= n, nil
+		})
+		if err != nil {
+			t.Fatalf("no %q in the logs:\n%s", s, h.logs)
+		}
+	}
+
+	crash("b-1", "b") // no rule for team b yet
+	os.WriteFile(cfgPath, []byte(file(rule("team-a", "a")+rule("team-b", "b"))), 0o600)
+	waitLog(`msg="configuration reloaded"`, 1)
+	got := recv.next(t, 10*time.Second)
+	if got.Transition != "firing" || got.Object.Name != "b-1" || got.Incident.Rule != "team-b" {
+		t.Fatalf("after adding team-b: %s %s by %s", got.Transition, got.Object.Name, got.Incident.Rule)
+	}
+
+	os.WriteFile(cfgPath, []byte(file(rule("team-a", "a")+"  - {name: broken, kind: Pod, condition: 'object.status.phase ==', sinks: [hook]}\n")), 0o600)
+	waitLog(`msg="configuration change rejected; the previous configuration keeps running"`, 1)
+	if !strings.Contains(h.logs.String(), "rules[1].condition: CEL: Syntax error") {
+		t.Errorf("the rejection does not say where:\n%s", h.logs)
+	}
+	crash("b-2", "b") // team-b is still in force
+	if got := recv.next(t, 10*time.Second); got.Object.Name != "b-2" || got.Incident.Rule != "team-b" {
+		t.Fatalf("after the broken file: %s by %s, want b-2 by team-b", got.Object.Name, got.Incident.Rule)
+	}
+
+	os.WriteFile(cfgPath, []byte(file(rule("team-a", "a"))), 0o600)
+	waitLog(`msg="configuration reloaded"`, 2)
+	crash("a-1", "a")
+	// team-b's incidents were dropped silently: the next notification is
+	// team-a's firing, not two resolved.
+	if got := recv.next(t, 10*time.Second); got.Object.Name != "a-1" || got.Transition != "firing" {
+		t.Fatalf("after removing team-b: %s %s, want a-1 firing", got.Transition, got.Object.Name)
+	}
+}
+
