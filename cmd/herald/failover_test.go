@@ -34,8 +34,10 @@ func buildHerald(t *testing.T) string {
 
 // replica is one herald process.
 type replica struct {
-	cmd *exec.Cmd
-	log string
+	cmd     *exec.Cmd
+	log     string
+	done    chan struct{} // closed when the process has exited
+	exitErr error
 }
 
 func (r *replica) logs() string {
@@ -73,63 +75,80 @@ func setPodStatus(client kubernetes.Interface, name string, crashing bool, resta
 	return err
 }
 
-// TestFailoverUnderLoad: three herald processes, one leader; 1,000 crash
-// transitions over about a minute; the leader is SIGKILLed in the middle.
-// Every transition is delivered at least once, and any duplicate carries
-// the same idempotency key as the first delivery.
-func TestFailoverUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a minute of load against three processes")
-	}
+// loadHarness is three herald processes against one control plane and
+// one receiver, and a steady load of crash transitions.
+type loadHarness struct {
+	t        *testing.T
+	env      *testenv.Env
+	client   kubernetes.Interface
+	bin, dir string
+	kc, cfg  string
+	replicas []*replica
+
+	mu  sync.Mutex
+	got []delivery
+}
+
+type delivery struct {
+	at time.Time
+	p  sinks.Payload
+}
+
+func newLoadHarness(t *testing.T) *loadHarness {
 	env := testenv.New(t)
 	client, _ := env.Client()
-	bin := buildHerald(t)
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	env.WriteKubeconfig(kc)
-
-	type delivery struct {
-		at time.Time
-		p  sinks.Payload
-	}
-	var mu sync.Mutex
-	var got []delivery
+	h := &loadHarness{t: t, env: env, client: client, bin: buildHerald(t), dir: t.TempDir()}
+	h.kc = filepath.Join(h.dir, "kubeconfig")
+	env.WriteKubeconfig(h.kc)
 	recv := newReceiver(t)
 	go func() {
 		for p := range recv.got {
-			mu.Lock()
-			got = append(got, delivery{time.Now(), p})
-			mu.Unlock()
+			h.mu.Lock()
+			h.got = append(h.got, delivery{time.Now(), p})
+			h.mu.Unlock()
 		}
 	}()
-	cfgPath := filepath.Join(dir, "herald.yaml")
-	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+	h.cfg = filepath.Join(h.dir, "herald.yaml")
+	os.WriteFile(h.cfg, []byte(fmt.Sprintf(`
 incidents: {startup: notify}
 rules:
   - {name: pod-crashloop, kind: Pod, detector: crashloop, restartStep: -1, sinks: [hook]}
 sinks:
   - {name: hook, webhook: {url: %s/herald}, queueSize: 5000}
 `, recv.URL)), 0o600)
-
-	var replicas []*replica
-	for i := range 3 {
-		r := &replica{log: filepath.Join(dir, fmt.Sprintf("herald-%d.log", i))}
-		logFile, _ := os.Create(r.log)
-		r.cmd = exec.Command(bin, "run", "--config", cfgPath, "--kubeconfig", kc, "--metrics-addr", "127.0.0.1:0",
-			"--lease-duration", "5s", "--renew-deadline", "3s", "--retry-period", "1s")
-		r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-		r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.cmd.Process.Kill(); r.cmd.Wait(); logFile.Close() })
-		replicas = append(replicas, r)
+	for range 3 {
+		h.start()
 	}
+	return h
+}
+
+// start launches one more replica.
+func (h *loadHarness) start() *replica {
+	r := &replica{log: filepath.Join(h.dir, fmt.Sprintf("herald-%d.log", len(h.replicas)))}
+	logFile, _ := os.Create(r.log)
+	r.cmd = exec.Command(h.bin, "run", "--config", h.cfg, "--kubeconfig", h.kc, "--metrics-addr", "127.0.0.1:0",
+		"--lease-duration", "5s", "--renew-deadline", "3s", "--retry-period", "1s")
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	r.done = make(chan struct{})
+	go func() { r.exitErr = r.cmd.Wait(); logFile.Close(); close(r.done) }()
+	h.t.Cleanup(func() { r.cmd.Process.Kill(); <-r.done })
+	h.replicas = append(h.replicas, r)
+	return r
+}
+
+// leader waits until exactly one live replica says it leads, and checks
+// the Lease names it.
+func (h *loadHarness) leader(live []*replica) *replica {
+	h.t.Helper()
 	ctx := context.Background()
 	var leader *replica
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		n := 0
-		for _, r := range replicas {
+		for _, r := range live {
 			if _, ok := r.leads(); ok {
 				leader, n = r, n+1
 			}
@@ -140,31 +159,34 @@ sinks:
 		return n == 1, nil
 	})
 	if err != nil {
-		t.Fatalf("no single leader: %v", err)
+		h.t.Fatalf("no single leader: %v", err)
 	}
 	identity, _ := leader.leads()
-	lease, _ := client.CoordinationV1().Leases("default").Get(ctx, "herald", metav1.GetOptions{})
+	lease, _ := h.client.CoordinationV1().Leases("default").Get(ctx, "herald", metav1.GetOptions{})
 	if *lease.Spec.HolderIdentity != identity {
-		t.Fatalf("Lease holder %s, leader's log says %s", *lease.Spec.HolderIdentity, identity)
+		h.t.Fatalf("Lease holder %s, leader's log says %s", *lease.Spec.HolderIdentity, identity)
 	}
+	return leader
+}
 
-	// 200 pods, each crashing, recovering, crashing, recovering and
-	// crashing again 12 s apart (longer than a takeover): 1,000
-	// transitions, started evenly over the first 12 s.
+// load runs 200 pods through crash, recover, crash, recover, crash, 12 s
+// apart (longer than a takeover), started evenly over the first 12 s:
+// 1,000 transitions. disrupt runs meanwhile.
+func (h *loadHarness) load(disrupt func()) map[string]bool {
 	const pods, steps, period = 200, 5, 12 * time.Second
+	ctx := context.Background()
 	for i := range pods {
-		if _, err := client.CoreV1().Pods("default").Create(ctx, newPod(fmt.Sprintf("load-%03d", i)), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+		if _, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(fmt.Sprintf("load-%03d", i)), metav1.CreateOptions{}); err != nil {
+			h.t.Fatal(err)
 		}
 	}
-	start := time.Now()
 	var load sync.WaitGroup
 	errs := make(chan error, pods)
 	for i := range pods {
 		load.Go(func() {
 			time.Sleep(time.Duration(i) * period / pods) // the schedule of the load, not a wait for a condition
 			for step := range steps {
-				if err := setPodStatus(client, fmt.Sprintf("load-%03d", i), step%2 == 0, int32(step+1)); err != nil {
+				if err := setPodStatus(h.client, fmt.Sprintf("load-%03d", i), step%2 == 0, int32(step+1)); err != nil {
 					errs <- err
 					return
 				}
@@ -172,17 +194,12 @@ sinks:
 			}
 		})
 	}
-	time.Sleep(30 * time.Second) // kill the leader in the middle of the load
-	killedAt := time.Now()
-	leader.cmd.Process.Signal(syscall.SIGKILL)
+	disrupt()
 	load.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-
-	// Expected: per pod, occurrence 1 firing/resolved, 2 firing/resolved,
-	// 3 firing.
 	want := map[string]bool{}
 	for i := range pods {
 		for occ := 1; occ <= 3; occ++ {
@@ -192,63 +209,116 @@ sinks:
 			}
 		}
 	}
-	key := func(p sinks.Payload) string {
-		occ := p.Incident.ID[len(p.Incident.Fingerprint)+1:]
-		return fmt.Sprintf("%s/%s/%s", p.Object.Name, occ, p.Transition)
-	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen := map[string]bool{}
-		for _, d := range got {
-			seen[key(d.p)] = true
+	return want
+}
+
+func deliveryKey(p sinks.Payload) string {
+	occ := p.Incident.ID[len(p.Incident.Fingerprint)+1:]
+	return fmt.Sprintf("%s/%s/%s", p.Object.Name, occ, p.Transition)
+}
+
+// check waits until every wanted transition was delivered and returns the
+// number of duplicates; a duplicate with another idempotency key fails.
+func (h *loadHarness) check(want map[string]bool) (deliveries, dups int) {
+	h.t.Helper()
+	seen := func() map[string]bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		s := map[string]bool{}
+		for _, d := range h.got {
+			s[deliveryKey(d.p)] = true
 		}
+		return s
+	}
+	missing := func() int {
+		s, n := seen(), 0
 		for k := range want {
-			if !seen[k] {
-				return false, nil
+			if !s[k] {
+				n++
 			}
 		}
-		return true, nil
+		return n
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		return missing() == 0, nil
 	})
-	mu.Lock()
-	defer mu.Unlock()
 	if err != nil {
-		missing := 0
-		seen := map[string]bool{}
-		for _, d := range got {
-			seen[key(d.p)] = true
-		}
-		for k := range want {
-			if !seen[k] {
-				missing++
-			}
-		}
-		t.Fatalf("%d of %d transitions never delivered", missing, len(want))
+		h.t.Fatalf("%d of %d transitions never delivered", missing(), len(want))
 	}
-	firstKey := map[string]string{}
-	dups, sameKeyDups := 0, 0
-	var lastBefore, firstAfter time.Time
-	for _, d := range got {
-		k := key(d.p)
-		if id, ok := firstKey[k]; ok {
-			dups++
-			if id == d.p.ID {
-				sameKeyDups++
-			} else {
-				t.Errorf("%s delivered again with another idempotency key: %s then %s", k, id, d.p.ID)
-			}
-		} else {
-			firstKey[k] = d.p.ID
-		}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := map[string]string{}
+	for _, d := range h.got {
+		k := deliveryKey(d.p)
 		if !want[k] {
-			t.Errorf("unexpected notification %s", k)
+			h.t.Errorf("unexpected notification %s", k)
 		}
+		if id, ok := first[k]; ok {
+			dups++
+			if id != d.p.ID {
+				h.t.Errorf("%s delivered again with another idempotency key: %s then %s", k, id, d.p.ID)
+			}
+			continue
+		}
+		first[k] = d.p.ID
+	}
+	return len(h.got), dups
+}
+
+// TestFailoverUnderLoad: the leader is SIGKILLed in the middle of 1,000
+// crash transitions. Every transition is delivered at least once, and any
+// duplicate carries the same idempotency key as the first delivery.
+func TestFailoverUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of load against three processes")
+	}
+	h := newLoadHarness(t)
+	leader := h.leader(h.replicas)
+	var killedAt time.Time
+	start := time.Now()
+	want := h.load(func() {
+		time.Sleep(30 * time.Second) // kill the leader in the middle of the load
+		killedAt = time.Now()
+		leader.cmd.Process.Signal(syscall.SIGKILL)
+	})
+	deliveries, dups := h.check(want)
+	var lastBefore, firstAfter time.Time
+	h.mu.Lock()
+	for _, d := range h.got {
 		if d.at.Before(killedAt) {
 			lastBefore = d.at
 		} else if firstAfter.IsZero() {
 			firstAfter = d.at
 		}
 	}
-	t.Logf("%d transitions over %s: %d deliveries, %d duplicates (all with the first key: %v); takeover (last delivery before SIGKILL → first after): %s",
-		len(want), time.Since(start).Round(time.Second), len(got), dups, dups == sameKeyDups, firstAfter.Sub(lastBefore).Round(time.Millisecond))
+	h.mu.Unlock()
+	t.Logf("%d transitions over %s: %d deliveries, %d duplicates (same key); takeover (last delivery before SIGKILL → first after): %s",
+		len(want), time.Since(start).Round(time.Second), deliveries, dups, firstAfter.Sub(lastBefore).Round(time.Millisecond))
+}
+
+// TestRollingRestartUnderLoad: during 1,000 crash transitions, each of the
+// three replicas in turn gets SIGTERM and a replacement: nothing is lost,
+// and no notification is sent twice.
+func TestRollingRestartUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of load against three processes")
+	}
+	h := newLoadHarness(t)
+	h.leader(h.replicas)
+	want := h.load(func() {
+		for _, old := range append([]*replica(nil), h.replicas[:3]...) {
+			time.Sleep(15 * time.Second) // one replica every 15 s, as a rollout would
+			old.cmd.Process.Signal(syscall.SIGTERM)
+			<-old.done
+			if old.exitErr != nil {
+				t.Errorf("replica exited with %v after SIGTERM:\n%s", old.exitErr, old.logs())
+			}
+			h.start()
+		}
+	})
+	deliveries, dups := h.check(want)
+	if dups != 0 {
+		t.Errorf("%d duplicates during a rolling restart", dups)
+	}
+	t.Logf("%d transitions, %d deliveries, %d duplicates across a rolling restart of 3 replicas", len(want), deliveries, dups)
 }

@@ -77,4 +77,3 @@ func TestHotReload(t *testing.T) {
 		t.Fatalf("after removing team-b: %s %s, want a-1 firing", got.Transition, got.Object.Name)
 	}
 }
-
