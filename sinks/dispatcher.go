@@ -44,6 +44,9 @@ type LaneOptions struct {
 	QueueSize int
 	// MaxBackoff caps the wait between retries (default 1m).
 	MaxBackoff time.Duration
+	// Close, if set, is called once the lane's worker has stopped (the
+	// sink's connections can go).
+	Close func()
 }
 
 // Dispatcher routes notifications to their sinks. Each sink has its own
@@ -53,11 +56,18 @@ type LaneOptions struct {
 type Dispatcher struct {
 	logger  *slog.Logger
 	metrics *Metrics
-	lanes   map[string]*lane
+	lanes   map[string]*lane // by sink name; Replace swaps them
 	closed  chan struct{}
 	close   sync.Once
 	// delivered is told of every notification a sink accepted.
 	delivered func(n incident.Notification, sink string)
+
+	mu      sync.RWMutex // guards lanes, retired, running and runCtx
+	running *sync.WaitGroup
+	runCtx  context.Context
+	// retired are replaced lanes whose workers have not started (Replace
+	// before Run): Run drains them too.
+	retired []*lane
 }
 
 type queued struct {
@@ -70,10 +80,11 @@ type lane struct {
 	LaneOptions
 	limiter *rate.Limiter
 
-	mu    sync.Mutex
-	queue []queued
-	ready chan struct{} // signalled when an item is added
-	space chan struct{} // signalled when an item is removed
+	mu      sync.Mutex
+	queue   []queued
+	ready   chan struct{} // signalled when an item is added
+	space   chan struct{} // signalled when an item is removed
+	retired chan struct{} // closed when a reload replaced the lane
 }
 
 // NewDispatcher makes a dispatcher; sink names must be unique. metrics may
@@ -84,23 +95,63 @@ func NewDispatcher(logger *slog.Logger, metrics *Metrics, lanes ...LaneOptions) 
 	}
 	d := &Dispatcher{logger: logger, metrics: metrics, lanes: map[string]*lane{}, closed: make(chan struct{})}
 	for _, o := range lanes {
-		if o.QueueSize <= 0 {
-			o.QueueSize = DefaultQueueSize
-		}
-		if o.MaxAge <= 0 {
-			o.MaxAge = DefaultMaxAge
-		}
-		if o.MaxBackoff <= 0 {
-			o.MaxBackoff = maxBackoff
-		}
-		l := &lane{LaneOptions: o, ready: make(chan struct{}, 1), space: make(chan struct{}, 1)}
-		if o.RateLimit > 0 {
-			l.limiter = rate.NewLimiter(rate.Limit(o.RateLimit), 1)
-		}
-		d.lanes[o.Sink.Name()] = l
-		metrics.watchQueue(o.Sink.Name(), l.depth)
+		d.lanes[o.Sink.Name()] = d.newLane(o)
 	}
 	return d
+}
+
+func (d *Dispatcher) newLane(o LaneOptions) *lane {
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = DefaultMaxAge
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = maxBackoff
+	}
+	l := &lane{LaneOptions: o, ready: make(chan struct{}, 1), space: make(chan struct{}, 1), retired: make(chan struct{})}
+	if o.RateLimit > 0 {
+		l.limiter = rate.NewLimiter(rate.Limit(o.RateLimit), 1)
+	}
+	name := o.Sink.Name()
+	d.metrics.watchQueue(name, func() float64 {
+		d.mu.RLock()
+		cur := d.lanes[name]
+		d.mu.RUnlock()
+		if cur == nil {
+			return 0
+		}
+		return cur.depth()
+	})
+	return l
+}
+
+// Replace puts a new set of sinks in force (a configuration reload).
+// Notifications already queued for a replaced sink still go to it; its
+// worker then stops and its Close runs. New notifications go to the new
+// sinks.
+func (d *Dispatcher) Replace(lanes []LaneOptions) {
+	fresh := map[string]*lane{}
+	for _, o := range lanes {
+		fresh[o.Sink.Name()] = d.newLane(o)
+	}
+	d.mu.Lock()
+	old := d.lanes
+	d.lanes = fresh
+	if d.running != nil { // start the new workers before the old ones stop
+		for _, l := range fresh {
+			d.running.Go(func() { d.work(d.runCtx, l) })
+		}
+	} else {
+		for _, l := range old {
+			d.retired = append(d.retired, l)
+		}
+	}
+	d.mu.Unlock()
+	for _, l := range old {
+		close(l.retired)
+	}
 }
 
 // OnDelivered sets the function told of every notification a sink
@@ -110,13 +161,21 @@ func (d *Dispatcher) OnDelivered(f func(n incident.Notification, sink string)) {
 // Dispatch queues n for each sink its incident names. When a queue is
 // full, the oldest updated or repeat notification waiting in it makes
 // room (counted as dropped: a later one says more); firing and resolved
-// are never dropped: Dispatch then waits for room. It returns an error
-// only when ctx ends first or a sink is unknown.
+// are never dropped: Dispatch then waits for room. A sink that is no
+// longer configured (a reload removed it) is skipped with a warning and
+// counted as dropped. Dispatch returns an error only when ctx ends first.
 func (d *Dispatcher) Dispatch(ctx context.Context, n incident.Notification) error {
 	for _, name := range n.Incident.Sinks {
+		d.mu.RLock()
 		l, ok := d.lanes[name]
+		d.mu.RUnlock()
 		if !ok {
-			return fmt.Errorf("notification %s names unknown sink %q", n.ID(), name)
+			d.metrics.Dropped.WithLabelValues(name).Inc()
+			d.logger.Warn("notification for a sink that is no longer configured; not sent", "sink", name, "id", n.ID())
+			if d.delivered != nil {
+				d.delivered(n, name) // nothing will ever take it: let the ledger forget it
+			}
+			continue
 		}
 		if err := d.push(ctx, l, n); err != nil {
 			return err
@@ -204,14 +263,25 @@ func (d *Dispatcher) Close() { d.close.Do(func() { close(d.closed) }) }
 // once every sink worker has stopped.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	d.mu.Lock()
+	d.running, d.runCtx = &wg, ctx
 	for _, l := range d.lanes {
 		wg.Go(func() { d.work(ctx, l) })
 	}
+	for _, l := range d.retired {
+		wg.Go(func() { d.work(ctx, l) })
+	}
+	d.retired = nil
+	d.mu.Unlock()
 	wg.Wait()
 }
 
 func (d *Dispatcher) work(ctx context.Context, l *lane) {
-	closed := false
+	if l.Close != nil {
+		defer l.Close()
+	}
+	closed, retired := d.closed, l.retired
+	draining := false
 	for {
 		if ctx.Err() != nil {
 			if left := l.depth(); left > 0 {
@@ -221,13 +291,15 @@ func (d *Dispatcher) work(ctx context.Context, l *lane) {
 		}
 		batch := l.take(d.batchSize(l))
 		if len(batch) == 0 {
-			if closed {
+			if draining {
 				return
 			}
 			select {
 			case <-l.ready:
-			case <-d.closed:
-				closed = true
+			case <-closed:
+				draining, closed = true, nil
+			case <-retired:
+				draining, retired = true, nil
 			case <-ctx.Done():
 			}
 			continue

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/herald-k8s/herald/internal/incident"
 )
 
@@ -74,10 +76,69 @@ func TestDispatcherDoesNotRetryPermanentFailures(t *testing.T) {
 	}
 }
 
+// TestDispatchUnknownSink: a sink a reload removed is skipped and
+// counted, and the ledger is told to forget it.
 func TestDispatchUnknownSink(t *testing.T) {
-	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	metrics := NewMetrics(nil)
+	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), metrics)
+	forgotten := ""
+	d.OnDelivered(func(_ incident.Notification, sink string) { forgotten = sink })
 	n := incident.Notification{Incident: incident.Incident{ID: "x", Sinks: []string{"nope"}}, Seq: 1}
-	if err := d.Dispatch(context.Background(), n); err == nil {
-		t.Error("dispatch to an unknown sink succeeded")
+	if err := d.Dispatch(context.Background(), n); err != nil {
+		t.Errorf("dispatch to a removed sink: %v", err)
+	}
+	if forgotten != "nope" || testutil.ToFloat64(metrics.Dropped.WithLabelValues("nope")) != 1 {
+		t.Errorf("removed sink not accounted: forgotten %q", forgotten)
+	}
+}
+
+// recordingSink records what it was sent.
+type recordingSink struct {
+	name string
+	mu   sync.Mutex
+	got  []string
+}
+
+func (s *recordingSink) Name() string { return s.name }
+func (s *recordingSink) Send(_ context.Context, n incident.Notification) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, n.ID())
+	return nil
+}
+func (s *recordingSink) sent() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+// TestReplaceSinks: after a reload, new notifications go to the new sink
+// of that name, the old one's worker stops and its Close runs.
+func TestReplaceSinks(t *testing.T) {
+	old, fresh := &recordingSink{name: "a"}, &recordingSink{name: "a"}
+	closed := make(chan struct{})
+	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, LaneOptions{Sink: old, Close: func() { close(closed) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	n := func(id string) incident.Notification {
+		return incident.Notification{Incident: incident.Incident{ID: id, Sinks: []string{"a"}}, Seq: 1}
+	}
+	d.Dispatch(ctx, n("before"))
+	d.Replace([]LaneOptions{{Sink: fresh}})
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the replaced sink was not closed")
+	}
+	d.Dispatch(ctx, n("after"))
+	d.Close()
+	<-done
+	if got := old.sent(); len(got) != 1 || got[0] != "before-1" {
+		t.Errorf("old sink got %v", got)
+	}
+	if got := fresh.sent(); len(got) != 1 || got[0] != "after-1" {
+		t.Errorf("new sink got %v", got)
 	}
 }

@@ -28,6 +28,9 @@ type reloader struct {
 	logger   *slog.Logger
 	ok       prometheus.Gauge
 	failures prometheus.Counter
+	// replaceSinks builds a new configuration's sinks and puts them in
+	// force.
+	replaceSinks func(*config.Config) error
 }
 
 func newReloader(path string, interval time.Duration, cfg *config.Config, ctrl *handlers.Controller, logger *slog.Logger, reg prometheus.Registerer) *reloader {
@@ -74,9 +77,6 @@ func (r *reloader) apply() error {
 		return err
 	}
 	var needRestart []string
-	if !reflect.DeepEqual(cfg.Sinks, r.current.Sinks) {
-		needRestart = append(needRestart, "sinks")
-	}
 	if cfg.Workers != r.current.Workers {
 		needRestart = append(needRestart, "workers")
 	}
@@ -84,7 +84,13 @@ func (r *reloader) apply() error {
 		needRestart = append(needRestart, "incidents")
 	}
 	if len(needRestart) > 0 {
-		return fmt.Errorf("%s changed: these take effect at a restart (roll the pods); rules can change at run time", strings.Join(needRestart, ", "))
+		return fmt.Errorf("%s changed: these take effect at a restart (roll the pods); rules and sinks can change at run time", strings.Join(needRestart, ", "))
+	}
+	// Sinks first, so that the new rules find the sinks they name.
+	if !reflect.DeepEqual(cfg.Sinks, r.current.Sinks) {
+		if err := r.replaceSinks(cfg); err != nil {
+			return err
+		}
 	}
 	if err := r.ctrl.Reload(set); err != nil {
 		return err

@@ -76,4 +76,18 @@ func TestHotReload(t *testing.T) {
 	if got := recv.next(t, 10*time.Second); got.Object.Name != "a-1" || got.Transition != "firing" {
 		t.Fatalf("after removing team-b: %s %s, want a-1 firing", got.Transition, got.Object.Name)
 	}
+
+	// Sinks change at run time too: team-a now goes to a second receiver.
+	recv2 := newReceiver(t)
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf("rules:\n  - {name: team-a, kind: Pod, detector: crashloop, labels: \"team=a\", sinks: [hook2]}\nsinks:\n  - {name: hook2, webhook: {url: %s/herald}}\n", recv2.URL)), 0o600)
+	waitLog(`msg="configuration reloaded"`, 3)
+	crash("a-2", "a")
+	if got := recv2.next(t, 10*time.Second); got.Object.Name != "a-2" || got.Transition != "firing" {
+		t.Fatalf("after the sink change: %s %s at the new sink, want a-2 firing", got.Transition, got.Object.Name)
+	}
+	select {
+	case p := <-recv.got:
+		t.Errorf("the old sink still got %s %s", p.Transition, p.Object.Name)
+	default:
+	}
 }

@@ -30,10 +30,6 @@ import (
 	"github.com/herald-k8s/herald/watcher"
 )
 
-// shutdownGrace bounds how long queued notifications may take to go out
-// after herald is told to stop.
-const shutdownGrace = 10 * time.Second
-
 func (c cli) cmdRun(ctx context.Context, args []string) int {
 	out, errOut := c.stdout, c.stderr
 	fs := flag.NewFlagSet("herald run", flag.ContinueOnError)
@@ -50,6 +46,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	leaseDuration := fs.Duration("lease-duration", 15*time.Second, "how long a lease is valid without renewal")
 	renewDeadline := fs.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before giving up")
 	retryPeriod := fs.Duration("retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
+	shutdownGrace := fs.Duration("shutdown-grace", 20*time.Second, "after SIGTERM, how long queued notifications may take to go out before herald stops")
 	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -137,13 +134,22 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	w.Start(ctx)
 	defer w.Shutdown()
 	if *reloadInterval > 0 {
-		go newReloader(*configPath, *reloadInterval, cfg, ctrl, logger, reg).run(ctx)
+		r := newReloader(*configPath, *reloadInterval, cfg, ctrl, logger, reg)
+		r.replaceSinks = func(next *config.Config) error {
+			lanes, _, err := buildSinks(next, out, tracker, logger)
+			if err != nil {
+				return err
+			}
+			dispatcher.Replace(lanes)
+			return nil
+		}
+		go r.run(ctx)
 	}
 
 	var runErr error
 	lead := func(ctx context.Context) {
 		runErr = runLeader(ctx, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
-			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics})
+			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace})
 	}
 	if !*leaderElect {
 		isLeader.Set(1)
@@ -184,11 +190,12 @@ type leaderParts struct {
 	namespace     string
 	persisted     bool
 	ledgerMetrics *incident.LedgerMetrics
+	grace         time.Duration
 }
 
 // runLeader is the leader's work: load the ledger (now that no other
 // replica writes it), then reconcile and notify until ctx ends; then let
-// the sinks send what is queued (up to shutdownGrace) and write the
+// the sinks send what is queued (up to --shutdown-grace) and write the
 // ledger a last time.
 func runLeader(ctx context.Context, p leaderParts) error {
 	loaded, err := loadLedger(ctx, p.store, p.logger)
@@ -199,7 +206,7 @@ func runLeader(ctx context.Context, p leaderParts) error {
 	p.ctrl.FirstStart = len(loaded) == 0
 	p.logger.Info("incident ledger loaded", "incidents", len(loaded), "persisted", p.persisted, "namespace", p.namespace)
 
-	// The sinks outlive ctx by up to shutdownGrace, so that what the last
+	// The sinks outlive ctx by up to the grace period, so that what the last
 	// reconciles queued is still sent after SIGTERM.
 	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSinks()
@@ -209,7 +216,7 @@ func runLeader(ctx context.Context, p leaderParts) error {
 	wg.Go(func() { p.dispatcher.Run(sinkCtx) })
 	runErr := p.ctrl.Run(ctx)
 	p.dispatcher.Close()
-	grace := time.AfterFunc(shutdownGrace, stopSinks)
+	grace := time.AfterFunc(p.grace, stopSinks)
 	wg.Wait()
 	grace.Stop()
 	stopLedger() // after the sinks: the final write records their deliveries
@@ -318,7 +325,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, logger *
 				return nil, close, err
 			}
 			closers = append(closers, s.Close)
-			lane.Sink = s
+			lane.Sink, lane.Close = s, s.Close
 		case sc.Stdout != nil:
 			lane.Sink = stdout.New(sc.Name, sc.Stdout.Format, out)
 		}

@@ -125,7 +125,9 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 		t.index(object, inc.Fingerprint)
 		t.version++
 	}
-	inc.repeat, inc.restartStep = f.Repeat, f.RestartStep
+	// The rule may have been reloaded: its current settings and sinks
+	// apply from now on.
+	inc.repeat, inc.restartStep, inc.Sinks, inc.Channel = f.Repeat, f.RestartStep, f.Sinks, f.Channel
 	if inc.Grouped {
 		inc.Total = max(f.GroupTotal, len(inc.Members))
 	}
