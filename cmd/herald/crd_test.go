@@ -172,7 +172,7 @@ sinks:
 		t.Errorf("the good rule counted %v errors", n)
 	}
 	// The operational metrics are there and move.
-	for _, sample := range []string{`herald_leader`, `herald_cache_synced`, `herald_sink_sent_total{sink="hook"}`} {
+	for _, sample := range []string{`herald_leader`, `herald_cache_synced`, `herald_sink_sent_total{sink="hook"}`, `herald_notifications_total{rule="widget-broken",transition="firing"}`} {
 		if v := metricValue(t, metricsAddr, sample); v < 1 {
 			t.Errorf("%s = %v", sample, v)
 		}

@@ -116,7 +116,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	ledgerFailures := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_write_errors_total", Help: "Ledger writes that failed (retried at the next tick)."})
 	ledgerSize := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_ledger_incidents", Help: "Incidents in the ledger at the last write (open and retained resolved)."})
 	reg.MustRegister(isLeader, ledgerWrites, ledgerFailures, ledgerSize,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_open_incidents", Help: "Open incidents."}, func() float64 { return float64(tracker.Open()) }),
+		newOpenIncidents(tracker.OpenByRule),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_cache_synced", Help: "1 once every informer has listed."}, func() float64 { return map[bool]float64{true: 1}[w.Synced()] }),
 	)
 	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}

@@ -397,6 +397,17 @@ func (t *Tracker) DropRules(removed map[string]bool) int {
 	return n
 }
 
+// OpenByRule counts the open incidents of each rule.
+func (t *Tracker) OpenByRule() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int{}
+	for _, inc := range t.open {
+		out[inc.Rule]++
+	}
+	return out
+}
+
 // Open counts the open incidents.
 func (t *Tracker) Open() int {
 	t.mu.Lock()
