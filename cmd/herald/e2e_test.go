@@ -182,10 +182,17 @@ const (
 // a kubelet would; the sidecar is always fine.
 func setStatus(t *testing.T, client kubernetes.Interface, name string, state appState, restarts int32) {
 	t.Helper()
+	if err := writePodStatus(client, name, state, restarts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writePodStatus is setStatus for goroutines: it returns the error.
+func writePodStatus(client kubernetes.Interface, name string, state appState, restarts int32) error {
 	ctx := context.Background()
 	pod, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	now := metav1.Now()
 	app := corev1.ContainerStatus{Name: "app", Image: "example.com/app:1", RestartCount: restarts,
@@ -199,9 +206,8 @@ func setStatus(t *testing.T, client kubernetes.Interface, name string, state app
 	sidecar := corev1.ContainerStatus{Name: "sidecar", Image: "example.com/sidecar:1", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{app, sidecar}}
-	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	_, err = client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
 }
 
 func TestCrashLoopToWebhookEndToEnd(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -53,26 +52,6 @@ func (r *replica) leads() (string, bool) {
 		return "", false
 	}
 	return m[1], true
-}
-
-// setPodStatus is setStatus for goroutines: it returns the error.
-func setPodStatus(client kubernetes.Interface, name string, crashing bool, restarts int32) error {
-	ctx := context.Background()
-	pod, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	now := metav1.Now()
-	app := corev1.ContainerStatus{Name: "app", Image: "example.com/app:1", RestartCount: restarts,
-		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", FinishedAt: now}}}
-	if crashing {
-		app.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
-	} else {
-		app.State.Running, app.Ready = &corev1.ContainerStateRunning{StartedAt: now}, true
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{app}}
-	_, err = client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
 }
 
 // loadHarness is three herald processes against one control plane and
@@ -186,7 +165,11 @@ func (h *loadHarness) load(disrupt func()) map[string]bool {
 		load.Go(func() {
 			time.Sleep(time.Duration(i) * period / pods) // the schedule of the load, not a wait for a condition
 			for step := range steps {
-				if err := setPodStatus(h.client, fmt.Sprintf("load-%03d", i), step%2 == 0, int32(step+1)); err != nil {
+				state := ready
+				if step%2 == 0 {
+					state = crashLooping
+				}
+				if err := writePodStatus(h.client, fmt.Sprintf("load-%03d", i), state, int32(step+1)); err != nil {
 					errs <- err
 					return
 				}
