@@ -86,6 +86,15 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 
+	kinds := ruleSet.Kinds()
+	if ruleSet.NeedsNamespaces() || hasSlack(cfg) {
+		kinds = append(kinds, "Namespace")
+	}
+	if err := preflight(ctx, clients.Typed, kinds, *namespace, *leaderElect, !*noPersist); err != nil {
+		logger.Error("cannot start", "error", err)
+		return 1
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var store incident.Store = &incident.MemoryStore{}

@@ -162,12 +162,14 @@ func (e *Env) ConfigFor(user string, groups ...string) *rest.Config {
 	return cfg
 }
 
-// WriteKubeconfig writes an admin kubeconfig, for running herald as a
-// separate process against this control plane.
+// WriteKubeconfig writes a kubeconfig of Config (admin, or the user it
+// impersonates), for running herald as a separate process against this
+// control plane.
 func (e *Env) WriteKubeconfig(path string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["testenv"] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.Config.BearerToken}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.Config.BearerToken,
+		Impersonate: e.Config.Impersonate.UserName, ImpersonateGroups: e.Config.Impersonate.Groups}
 	kc.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: "admin"}
 	kc.CurrentContext = "testenv"
 	return clientcmd.WriteToFile(*kc, path)

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-k8s/herald/watcher"
+)
+
+// access is one permission herald needs.
+type access struct {
+	verb      string
+	gvr       schema.GroupVersionResource
+	namespace string // "" for cluster-wide
+}
+
+// preflight asks the API server (SelfSubjectAccessReview) whether herald
+// may do what it is about to do, and reports every missing permission at
+// once. Without it a missing RBAC rule shows only as an informer retrying
+// forever in the log.
+func preflight(ctx context.Context, client kubernetes.Interface, kinds []string, namespace string, leaderElect, persist bool) error {
+	var needs []access
+	for _, kind := range kinds {
+		gvr, ok := watcher.Resource(kind)
+		if !ok {
+			continue // custom resources are checked when their informer starts
+		}
+		for _, verb := range []string{"list", "watch"} {
+			needs = append(needs, access{verb, gvr, ""})
+		}
+	}
+	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if leaderElect {
+		for _, verb := range []string{"get", "create", "update"} {
+			needs = append(needs, access{verb, leases, namespace})
+		}
+	}
+	if persist {
+		for _, verb := range []string{"list", "create", "update", "delete"} {
+			needs = append(needs, access{verb, configMaps, namespace})
+		}
+	}
+	var missing []string
+	for _, n := range needs {
+		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authv1.ResourceAttributes{Verb: n.verb, Group: n.gvr.Group, Resource: n.gvr.Resource, Namespace: n.namespace},
+		}}
+		res, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("checking permissions: %w", err)
+		}
+		if !res.Status.Allowed {
+			where := "in all namespaces"
+			if n.namespace != "" {
+				where = "in namespace " + n.namespace
+			}
+			res := n.gvr.Resource
+			if n.gvr.Group != "" {
+				res += "." + n.gvr.Group
+			}
+			missing = append(missing, fmt.Sprintf("%s %s %s", n.verb, res, where))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("herald's identity lacks permissions it needs: %s. Grant them (the Helm chart's ClusterRole lists the kinds your rules watch; the Role covers leases and configmaps in herald's namespace)", strings.Join(missing, "; "))
+	}
+	return nil
+}
