@@ -1,0 +1,27 @@
+{{- define "herald.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{- else -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- end -}}
+
+{{- define "herald.labels" -}}
+app.kubernetes.io/name: herald
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "herald.selectorLabels" -}}
+app.kubernetes.io/name: herald
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "herald.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}{{ default (include "herald.fullname" .) .Values.serviceAccount.name }}{{- else -}}{{ default "default" .Values.serviceAccount.name }}{{- end -}}
+{{- end -}}
+
+{{/* The API group and resource of a rule's kind: built-in kinds from a
+table, custom resources from apiVersion and <lower-case kind>s. */}}
+{{- define "herald.resource" -}}
+{{- $builtin := dict "Pod" "|pods" "Node" "|nodes" "Namespace" "|namespaces" "PersistentVolumeClaim" "|persistentvolumeclaims" "Deployment" "apps|deployments" "StatefulSet" "apps|statefulsets" "DaemonSet" "apps|daemonsets" "ReplicaSet" "apps|replicasets" "Job" "batch|jobs" "CronJob" "batch|cronjobs" "Event" "events.k8s.io|events" "Secret" "|secrets" "ConfigMap" "|configmaps" -}}
+{{- if hasKey $builtin .kind -}}{{ get $builtin .kind }}{{- else -}}{{ (splitList "/" (.apiVersion | default "v1")) | first }}|{{ lower .kind }}s{{- end -}}
+{{- end -}}

@@ -1,0 +1,183 @@
+// Package chart tests the Helm chart under charts/herald: lint, rendered
+// manifests against golden files, the values schema, and a server-side
+// dry run and install against the real test control plane.
+package chart
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const chartDir = "../../charts/herald"
+
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin, err := testenv.EnsureHelm(context.Background(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestLint(t *testing.T) {
+	out, err := helm(t, "lint", "--strict", chartDir)
+	if err != nil {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+}
+
+// variants are the values the golden files render.
+var variants = map[string][]string{
+	"default": nil,
+	"created-secret-monitoring": {
+		"--set", "metrics.serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true",
+		"--set-json", `secrets=[{"name":"slack","data":{"token":"xoxb-from-values"}}]`,
+	},
+	"single-webhook-no-reload": {
+		"--set", "replicaCount=1", "--set", "leaderElection.enabled=false", "--set", "hotReload.enabled=false",
+		"--set-json", `config={"rules":[{"name":"crash","kind":"Pod","detector":"crashloop","sinks":["hook"]},{"name":"certs","kind":"Certificate","apiVersion":"cert-manager.io/v1","condition":"true","sinks":["hook"]}],"sinks":[{"name":"hook","webhook":{"urlFrom":{"file":"/var/run/secrets/herald/hook/url"}}}]}`,
+		"--set-json", `secrets=[{"name":"hook","existingSecret":"oncall-webhook"}]`,
+	},
+}
+
+func TestTemplateGolden(t *testing.T) {
+	for name, args := range variants {
+		t.Run(name, func(t *testing.T) {
+			out, err := helm(t, append([]string{"template", "herald", chartDir, "-n", "herald", "--kube-version", "1.36.0"}, args...)...)
+			if err != nil {
+				t.Fatalf("helm template: %v\n%s", err, out)
+			}
+			golden := filepath.Join("testdata", name+".yaml")
+			if *update {
+				os.WriteFile(golden, []byte(out), 0o644)
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if string(want) != out {
+				t.Errorf("%s differs from the rendered chart (go test -update rewrites it):\n%s", golden, out)
+			}
+		})
+	}
+}
+
+// TestRenderedPolicy checks what the golden files must never lose.
+func TestRenderedPolicy(t *testing.T) {
+	out, err := helm(t, "template", "herald", chartDir, "-n", "herald", "--kube-version", "1.36.0")
+	if err != nil {
+		t.Fatal(out)
+	}
+	for _, want := range []string{
+		"runAsNonRoot: true", "readOnlyRootFilesystem: true", "drop: [ALL]", "type: RuntimeDefault",
+		"allowPrivilegeEscalation: false", "path: /healthz", "path: /readyz", "kind: PodDisruptionBudget",
+		"topologySpreadConstraints:", "replicas: 2", "--leader-elect=true",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendered chart lacks %q", want)
+		}
+	}
+	if strings.Contains(out, `"secrets"`) || strings.Contains(out, "resources: [secrets]") {
+		t.Errorf("the default ClusterRole grants Secrets:\n%s", out)
+	}
+	if strings.Contains(out, "checksum/config") {
+		t.Error("checksum annotation rendered although hot reload is on")
+	}
+}
+
+func TestSchemaRejectsBadValues(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "replicaCount=two"}, "at '/replicaCount': got string, want integer"},
+		{[]string{"--set-json", `config.sinks=[{"name":"pd","pagerduty":{}}]`}, "at '/config/sinks/0': additional properties 'pagerduty' not allowed"},
+		{[]string{"--set-json", `config.rules=[{"name":"r","kind":"Pod","detecter":"crashloop","sinks":["slack"]}]`}, "additional properties 'detecter' not allowed"},
+	} {
+		out, err := helm(t, append([]string{"template", "herald", chartDir, "--kube-version", "1.36.0"}, tt.args...)...)
+		if err == nil || !strings.Contains(out, tt.want) {
+			t.Errorf("%v: err %v, output:\n%s\nwant it to say %q", tt.args, err, out, tt.want)
+		}
+	}
+}
+
+// TestDryRunAndInstall: every rendered object passes a server-side dry
+// run, then helm install succeeds, on the real control plane.
+func TestDryRunAndInstall(t *testing.T) {
+	env := testenv.New(t)
+	client, _ := env.Client()
+	ctx := context.Background()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "herald"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := helm(t, "template", "herald", chartDir, "-n", "herald", "--kube-version", "1.36.0")
+	if err != nil {
+		t.Fatal(out)
+	}
+	dyn, _ := dynamic.NewForConfig(env.Config)
+	disco, _ := discovery.NewDiscoveryClientForConfig(env.Config)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(out)), 4096)
+	n := 0
+	for {
+		var obj unstructured.Unstructured
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s: %v", gvk, err)
+		}
+		ri := dyn.Resource(m.Resource)
+		var res dynamic.ResourceInterface = ri
+		if m.Scope.Name() == "namespace" {
+			res = ri.Namespace("herald")
+		}
+		if _, err := res.Create(ctx, &obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("server-side dry run of %s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+		n++
+	}
+	t.Logf("%d rendered objects passed a server-side dry run", n)
+
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	env.WriteKubeconfig(kc)
+	if out, err := helm(t, "install", "herald", chartDir, "-n", "herald", "--kubeconfig", kc); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	if _, err := client.AppsV1().Deployments("herald").Get(ctx, "herald", metav1.GetOptions{}); err != nil {
+		t.Errorf("installed Deployment: %v", err)
+	}
+}
