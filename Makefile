@@ -4,24 +4,24 @@
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -s -w -X main.version=$(VERSION)
 
 .PHONY: all build test vet testenv demo clean
 
 all: build
 
-# The same static build the Dockerfile makes.
+# The same static build the Dockerfile makes (TestStaticBuild checks it).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/herald ./cmd/herald
 
-# etcd and kube-apiserver for internal/testenv (minutes the first time).
+# etcd, kube-apiserver and helm for the tests (minutes the first time).
 testenv:
 	$(GO) run ./internal/testenv/build
 
 vet:
 	$(GO) vet ./...
 
-test: testenv vet
+test: testenv vet build
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 demo: testenv build

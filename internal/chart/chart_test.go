@@ -1,6 +1,8 @@
-// Package chart tests the Helm chart under charts/herald: lint, rendered
-// manifests against golden files, the values schema, and a server-side
-// dry run and install against the real test control plane.
+// Package chart tests what herald ships: the Helm chart under
+// charts/herald (lint, rendered
+// manifests against golden files, the values schema, a server-side
+// dry run and install against the real test control plane) and the image
+// recipe.
 package chart
 
 import (

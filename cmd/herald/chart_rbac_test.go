@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+// TestChartRBACIsEnough installs the chart, then runs herald as the
+// chart's ServiceAccount (a token from the TokenRequest API) with the
+// chart's rendered configuration: it syncs, leads, writes the ledger and
+// notifies a crash. A rule for a kind the chart did not grant stops it at
+// start with the missing permission named.
+func TestChartRBACIsEnough(t *testing.T) {
+	env := testenv.New(t)
+	admin, _ := env.Client()
+	ctx := context.Background()
+	recv := newReceiver(t)
+	helmBin, err := testenv.EnsureHelm(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := t.TempDir() + "/admin.kubeconfig"
+	env.WriteKubeconfig(kc)
+	install := exec.Command(helmBin, "install", "herald", "../../charts/herald", "-n", "herald", "--create-namespace", "--kubeconfig", kc,
+		"--set-json", fmt.Sprintf(`config.sinks=[{"name":"slack","webhook":{"url":"%s/herald"}}]`, recv.URL),
+		"--set-json", "secrets=[]")
+	install.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	cm, err := admin.CoreV1().ConfigMaps("herald").Get(ctx, "herald", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartConfig := cm.Data["config.yaml"]
+	tok, err := admin.CoreV1().ServiceAccounts("herald").CreateToken(ctx, "herald",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest: %v", err)
+	}
+	asSA := *env
+	asSA.Config = &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
+	flags := []string{"--namespace", "herald", "--lease-name", "herald"}
+
+	h := startedHerald(t, &asSA, chartConfig, flags...)
+	logs := h.logs.String()
+	for _, want := range []string{`msg="caches synced"`, `msg="became the leader"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("running as the chart's ServiceAccount: no %s in\n%s", want, logs)
+		}
+	}
+	crashPods(t, admin, "rbac", 1)
+	if got := recv.next(t, 10*time.Second); got.Transition != "firing" || got.Object.Name != "rbac-0" {
+		t.Fatalf("got %s for %s", got.Transition, got.Object.Name)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		cms, err := admin.CoreV1().ConfigMaps("herald").List(ctx, metav1.ListOptions{LabelSelector: "herald.io/ledger=herald-ledger"})
+		return err == nil && len(cms.Items) > 0, nil
+	})
+	if err != nil {
+		t.Errorf("no ledger written in namespace herald:\n%s", h.logs)
+	}
+	h.stop()
+
+	// The chart grants the kinds of its values' rules, no more.
+	extra := strings.Replace(chartConfig, "rules:\n", "rules:\n- name: sts\n  kind: StatefulSet\n  detector: unavailable\n  sinks: [slack]\n", 1)
+	bad := runHerald(t, &asSA, extra, flags...)
+	select {
+	case code := <-bad.done:
+		if code != 1 || !strings.Contains(bad.logs.String(), "list statefulsets.apps in all namespaces") {
+			t.Errorf("exit %d; logs:\n%s", code, bad.logs)
+		}
+	case <-time.After(30 * time.Second):
+		bad.stop()
+		t.Fatalf("herald kept running without permission for StatefulSets:\n%s", bad.logs)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
