@@ -92,6 +92,10 @@ func run(heraldBin, configPath string) error {
 		herald.Wait()
 	}()
 
+	say("waiting for herald to lead and start its workers")
+	if err := waitForLog(logPath, `msg="starting workers"`, 60*time.Second); err != nil {
+		return err
+	}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -112,7 +116,7 @@ func run(heraldBin, configPath string) error {
 	if err := expect(lines, "FIRING", "demo/api"); err != nil {
 		return err
 	}
-	say("api keeps crashing, five more restarts: herald stays quiet")
+	say("api keeps crashing, five more restarts: between crashes herald stays quiet; one UPDATED once the count has risen by 5 (restartStep)")
 	for i := range int32(5) {
 		state := "starting"
 		if i%2 == 1 {
@@ -121,6 +125,9 @@ func run(heraldBin, configPath string) error {
 		if err := setStatus(ctx, client, "api", state, 2+i); err != nil {
 			return err
 		}
+	}
+	if err := expect(lines, "UPDATED", "demo/api"); err != nil {
+		return err
 	}
 	say("api recovers (running and ready): expect one RESOLVED")
 	if err := setStatus(ctx, client, "api", "ready", 7); err != nil {
@@ -143,8 +150,20 @@ func run(heraldBin, configPath string) error {
 	if err := expect(lines, "RESOLVED", "demo/web-2"); err != nil {
 		return err
 	}
-	say("demo complete: 4 notifications, one per change that matters")
+	say("demo complete: 5 notifications, one per change that matters")
 	return nil
+}
+
+// waitForLog polls herald's log file until it holds text.
+func waitForLog(path, text string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(path); err == nil && strings.Contains(string(data), text) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("herald did not log %s within %s (see %s)", text, timeout, path)
 }
 
 // expect waits for herald to print a line containing every word.
