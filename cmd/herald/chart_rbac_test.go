@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +19,7 @@ import (
 	"github.com/herald-k8s/herald/internal/testenv"
 )
 
-// TestChartRBACIsEnough installs the chart, then runs herald as the
+// TestChartRBACIsEnough installs the chart, then runs the herald binary as the
 // chart's ServiceAccount (a token from the TokenRequest API) with the
 // chart's rendered configuration: it syncs, leads, writes the ledger and
 // notifies a crash. A rule for a kind the chart did not grant stops it at
@@ -52,10 +54,37 @@ func TestChartRBACIsEnough(t *testing.T) {
 	}
 	asSA := *env
 	asSA.Config = &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
-	flags := []string{"--namespace", "herald", "--lease-name", "herald"}
+	dir := t.TempDir()
+	saKubeconfig := dir + "/sa.kubeconfig"
+	if err := asSA.WriteKubeconfig(saKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildHerald(t)
+	// run starts the herald binary as the ServiceAccount with cfg.
+	run := func(name, cfg string) (*exec.Cmd, *syncBuffer, chan error) {
+		path := dir + "/" + name + ".yaml"
+		os.WriteFile(path, []byte(cfg), 0o600)
+		logs := &syncBuffer{}
+		cmd := exec.Command(bin, "run", "--config", path, "--kubeconfig", saKubeconfig, "--namespace", "herald",
+			"--lease-name", "herald", "--log-format", "text", "--metrics-addr", "127.0.0.1:0")
+		cmd.Stdout, cmd.Stderr = logs, logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd, logs, done
+	}
 
-	h := startedHerald(t, &asSA, chartConfig, flags...)
-	logs := h.logs.String()
+	cmd, out, done := run("chart", chartConfig)
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(out.String(), `msg="starting workers"`), nil
+	})
+	if err != nil {
+		t.Fatalf("herald as the chart's ServiceAccount did not start:\n%s", out)
+	}
+	logs := out.String()
 	for _, want := range []string{`msg="caches synced"`, `msg="became the leader"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("running as the chart's ServiceAccount: no %s in\n%s", want, logs)
@@ -70,21 +99,24 @@ func TestChartRBACIsEnough(t *testing.T) {
 		return err == nil && len(cms.Items) > 0, nil
 	})
 	if err != nil {
-		t.Errorf("no ledger written in namespace herald:\n%s", h.logs)
+		t.Errorf("no ledger written in namespace herald:\n%s", out)
 	}
-	h.stop()
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-done; err != nil {
+		t.Errorf("herald exited with %v after SIGTERM:\n%s", err, out)
+	}
 
 	// The chart grants the kinds of its values' rules, no more.
 	extra := strings.Replace(chartConfig, "rules:\n", "rules:\n- name: sts\n  kind: StatefulSet\n  detector: unavailable\n  sinks: [slack]\n", 1)
-	bad := runHerald(t, &asSA, extra, flags...)
+	_, badOut, badDone := run("extra", extra)
 	select {
-	case code := <-bad.done:
-		if code != 1 || !strings.Contains(bad.logs.String(), "list statefulsets.apps in all namespaces") {
-			t.Errorf("exit %d; logs:\n%s", code, bad.logs)
+	case err := <-badDone:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(badOut.String(), "list statefulsets.apps in all namespaces") {
+			t.Errorf("exit %v; logs:\n%s", err, badOut)
 		}
 	case <-time.After(30 * time.Second):
-		bad.stop()
-		t.Fatalf("herald kept running without permission for StatefulSets:\n%s", bad.logs)
+		t.Fatalf("herald kept running without permission for StatefulSets:\n%s", badOut)
 	}
 }
 

@@ -142,21 +142,24 @@ func (h *heraldRun) stop() {
 	})
 }
 
+// syncBuffer is a log sink several goroutines write to. The buffer is a
+// named field, not embedded: embedding would promote bytes.Buffer's
+// ReadFrom, which io.Copy (os/exec) would call past the lock.
 type syncBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
 
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.String()
+	return b.buf.String()
 }
 
 func newPod(name string) *corev1.Pod {
