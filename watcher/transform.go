@@ -1,7 +1,9 @@
 package watcher
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // lastApplied is kubectl's copy of the whole object in an annotation; no
@@ -18,6 +20,18 @@ func StripUnread(obj any) (any, error) {
 		return obj, nil
 	}
 	m.SetManagedFields(nil)
+	// A rule may watch Secrets (their type, labels, age); their values
+	// never enter herald's cache, so no rule, template or sink can leak
+	// them.
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		o.Data, o.StringData = nil, nil
+	case *unstructured.Unstructured:
+		if o.GetKind() == "Secret" && o.GetAPIVersion() == "v1" {
+			delete(o.Object, "data")
+			delete(o.Object, "stringData")
+		}
+	}
 	if ann := m.GetAnnotations(); ann[lastApplied] != "" {
 		delete(ann, lastApplied)
 		m.SetAnnotations(ann)

@@ -60,6 +60,7 @@ func Resource(kind string) (schema.GroupVersionResource, bool) {
 	gvr, ok := map[string]schema.GroupVersionResource{
 		"Pod":                   {Version: "v1", Resource: "pods"},
 		"Namespace":             {Version: "v1", Resource: "namespaces"},
+		"Secret":                {Version: "v1", Resource: "secrets"},
 		"Event":                 {Group: "events.k8s.io", Version: "v1", Resource: "events"},
 		"Node":                  {Version: "v1", Resource: "nodes"},
 		"PersistentVolumeClaim": {Version: "v1", Resource: "persistentvolumeclaims"},

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -67,5 +68,20 @@ func TestWorkload(t *testing.T) {
 		if k, n := Workload(tt.pod); k != tt.wantKind || n != tt.wantNm {
 			t.Errorf("Workload = %s/%s, want %s/%s", k, n, tt.wantKind, tt.wantNm)
 		}
+	}
+}
+
+func TestSecretValuesNeverCached(t *testing.T) {
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"password": []byte("hunter2")}, StringData: map[string]string{"token": "t0ken"}}
+	out, _ := StripUnread(sec)
+	if s := out.(*corev1.Secret); s.Data != nil || s.StringData != nil || s.Type != corev1.SecretTypeOpaque {
+		t.Errorf("secret after transform: %+v", s)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "db"}, "data": map[string]any{"password": "aHVudGVyMg=="}}}
+	StripUnread(u)
+	if _, ok := u.Object["data"]; ok {
+		t.Error("unstructured secret keeps its data")
 	}
 }

@@ -17,6 +17,7 @@ func BuiltinKinds() map[string]string {
 		"Pod":                   "v1",
 		"Node":                  "v1",
 		"Namespace":             "v1",
+		"Secret":                "v1",
 		"PersistentVolumeClaim": "v1",
 		"Deployment":            "apps/v1",
 		"StatefulSet":           "apps/v1",
