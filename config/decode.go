@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -231,16 +230,6 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("%s %q", k, n.Value)
 	}
 	return strconv.Quote(n.Value)
-}
-
-// sortedKeys is used for stable "known values" lists in messages.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // closest returns the candidate within two edits of s, if there is one:

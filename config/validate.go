@@ -3,10 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -177,7 +179,7 @@ func (c *Config) validate() Errors {
 		}
 		for j, name := range r.Sinks {
 			if !sinkNames[name] {
-				add(fmt.Sprintf("%s.sinks[%d]", p, j), "unknown sink %q; defined sinks: %s", name, strings.Join(sortedKeys(sinkNames), ", "))
+				add(fmt.Sprintf("%s.sinks[%d]", p, j), "unknown sink %q; defined sinks: %s", name, strings.Join(slices.Sorted(maps.Keys(sinkNames)), ", "))
 			}
 		}
 	}

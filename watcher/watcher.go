@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -179,12 +180,7 @@ func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, erro
 func (w *Watcher) Kinds() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	kinds := make([]string, 0, len(w.kinds))
-	for k := range w.kinds {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	return kinds
+	return slices.Sorted(maps.Keys(w.kinds))
 }
 
 // Start starts every informer made so far; it does not block. It may be
@@ -259,12 +255,8 @@ func (w *Watcher) informer(kind string) (cache.SharedIndexInformer, bool) {
 // NamespaceLabels returns the labels of a cached namespace; it needs the
 // Namespace informer (Informer("Namespace")).
 func (w *Watcher) NamespaceLabels(name string) (map[string]string, bool) {
-	obj, ok, err := w.Get(Key{Kind: "Namespace", Name: name})
-	if err != nil || !ok {
-		return nil, false
-	}
-	m, err := objectMeta(obj)
-	if err != nil {
+	m := w.namespace(name)
+	if m == nil {
 		return nil, false
 	}
 	return m.GetLabels(), true
@@ -272,15 +264,22 @@ func (w *Watcher) NamespaceLabels(name string) (map[string]string, bool) {
 
 // NamespaceAnnotation returns one annotation of a cached namespace.
 func (w *Watcher) NamespaceAnnotation(name, key string) string {
+	if m := w.namespace(name); m != nil {
+		return m.GetAnnotations()[key]
+	}
+	return ""
+}
+
+func (w *Watcher) namespace(name string) metav1.Object {
 	obj, ok, err := w.Get(Key{Kind: "Namespace", Name: name})
 	if err != nil || !ok {
-		return ""
+		return nil
 	}
 	m, err := objectMeta(obj)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return m.GetAnnotations()[key]
+	return m
 }
 
 // Synced reports whether every informer has listed once (for readiness).

@@ -366,12 +366,7 @@ func (t *Tracker) Undelivered() []Notification {
 func (t *Tracker) MemberKeys() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	keys := make([]string, 0, len(t.byObject))
-	for k := range t.byObject {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(t.byObject))
 }
 
 // DropRules forgets the open incidents of rules that no longer exist (a
@@ -451,7 +446,7 @@ func (t *Tracker) Snapshot() ([]Incident, uint64) {
 		s.Pending = slices.Clone(inc.Pending)
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b Incident) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b Incident) int { return strings.Compare(a.ID, b.ID) })
 	return out, t.version
 }
 
@@ -472,14 +467,4 @@ func (t *Tracker) Restore(incs []Incident) {
 			t.index(m, inc.Fingerprint)
 		}
 	}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -85,19 +86,12 @@ var detectors = map[string]map[string]detectorSpec{
 }
 
 // Detectors lists the built-in detector names of kind (for docs and tests).
-func Detectors(kind string) []string { return sortedKeys(detectors[kind]) }
+func Detectors(kind string) []string { return slices.Sorted(maps.Keys(detectors[kind])) }
 
-func kindsWithDetectors() string { return strings.Join(sortedKeys(detectors), ", ") }
+func kindsWithDetectors() string { return strings.Join(slices.Sorted(maps.Keys(detectors)), ", ") }
 
-func detectorNames(kind string) string { return strings.Join(sortedKeys(detectors[kind]), ", ") }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+func detectorNames(kind string) string {
+	return strings.Join(slices.Sorted(maps.Keys(detectors[kind])), ", ")
 }
 
 // recheck returns how long until t+window passes (at least a second), and

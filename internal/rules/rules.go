@@ -5,6 +5,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"time"
@@ -194,12 +195,7 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 
 // Kinds lists the kinds some rule watches: only these get informers.
 func (s *Set) Kinds() []string {
-	kinds := make([]string, 0, len(s.byKind))
-	for k := range s.byKind {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	return kinds
+	return slices.Sorted(maps.Keys(s.byKind))
 }
 
 // NeedsNamespaces reports whether a rule selects namespaces by label, so

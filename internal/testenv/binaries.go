@@ -61,15 +61,11 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return bins, err
 	}
-	lock, err := os.OpenFile(filepath.Join(binDir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockBuilds(binDir)
 	if err != nil {
 		return bins, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return bins, fmt.Errorf("locking %s: %w", lock.Name(), err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+	defer unlock()
 
 	toolsDir := filepath.Join(sourceDir(), "tools")
 	// Kubernetes' release builds stamp the version in; without it the
@@ -101,6 +97,20 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 		logf("testenv: built %s in %s", filepath.Base(b.out), time.Since(start).Round(time.Second))
 	}
 	return bins, nil
+}
+
+// lockBuilds takes the cache's build lock, shared by every process that
+// may build into binDir; unlock (or the process ending) releases it.
+func lockBuilds(binDir string) (unlock func(), err error) {
+	lock, err := os.OpenFile(filepath.Join(binDir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	return func() { lock.Close() }, nil // closing the file releases the lock
 }
 
 // progress logs a line every 30 s until stopped, so a long build is never
@@ -141,15 +151,11 @@ func EnsureHelm(ctx context.Context, logf func(format string, args ...any)) (str
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(filepath.Join(binDir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockBuilds(binDir)
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+	defer unlock()
 	if exists(out) {
 		return out, nil
 	}
