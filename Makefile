@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test vet testenv demo clean
+.PHONY: all build test vet testenv demo clean bench
 
 all: build
 
@@ -29,3 +29,9 @@ demo: testenv build
 
 clean:
 	rm -rf bin .cache
+
+# The performance benchmark against a real control plane (docs/performance.md).
+# BENCH_PODS=1000,10000,50000 for the full table.
+BENCH_PODS ?= 1000,10000
+bench: testenv build
+	$(GO) run ./cmd/herald-bench -herald bin/herald -pods $(BENCH_PODS)

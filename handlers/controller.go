@@ -90,6 +90,9 @@ func New(opts Options) (*Controller, error) {
 		ruleErrs: newErrorLog(time.Minute, opts.Now),
 	}
 	c.rules.Store(opts.Rules)
+	// Pods are cached compact unless a rule needs the whole object; the
+	// rule set in force decides, so a reload can change it.
+	opts.Watcher.CompactWhen(func(kind string) bool { return !c.rules.Load().NeedsWholeObject(kind) })
 	if opts.Rules.GroupsByWorkload() {
 		if err := opts.Watcher.IndexPodsByWorkload(); err != nil {
 			return nil, err
@@ -142,17 +145,27 @@ func (c *Controller) Reload(set *rules.Set) error {
 			return err
 		}
 	}
+	// In force before any informer is made, so new informers cache what
+	// the new rules read.
+	c.rules.Store(set)
 	var added []string
 	for _, kind := range set.Kinds() {
-		if !slices.Contains(old.Kinds(), kind) {
+		isNew := !slices.Contains(old.Kinds(), kind)
+		if !isNew && c.Watcher.Compacted(kind) && set.NeedsWholeObject(kind) {
+			// A new rule reads fields the compact cache dropped: list
+			// the kind again, whole. Workers wait for it (ErrNotSynced).
+			c.Watcher.Remove(kind)
+			isNew = true
+		}
+		if isNew {
 			if err := c.watch(kind); err != nil {
+				c.rules.Store(old)
 				return fmt.Errorf("watching %s: %w", kind, err)
 			}
 			added = append(added, kind)
 		}
 	}
 	c.Watcher.StartAdded()
-	c.rules.Store(set)
 	for _, kind := range old.Kinds() {
 		keepNamespaces := kind == "Namespace" && (set.NeedsNamespaces() || c.RouteByNamespace)
 		if !slices.Contains(set.Kinds(), kind) && !keepNamespaces {
@@ -168,15 +181,13 @@ func (c *Controller) Reload(set *rules.Set) error {
 	dropped := c.Incidents.DropRules(removed)
 	queued := 0
 	for _, kind := range set.Kinds() {
-		objs, err := c.Watcher.List(kind)
+		keys, err := c.Watcher.Keys(kind)
 		if err != nil {
 			continue // a kind added just now fills its queue as it lists
 		}
-		for _, o := range objs {
-			if k, ok := watcher.KeyFor(kind, o); ok {
-				c.queue.Add(k)
-				queued++
-			}
+		for _, k := range keys {
+			c.queue.Add(k)
+			queued++
 		}
 	}
 	c.Logger.Info("rules reloaded", "rules", len(set.RuleNames()), "kindsAdded", added, "rulesRemoved", len(removed), "incidentsDropped", dropped, "objectsQueued", queued)
@@ -287,6 +298,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.queue.Forget(key)
 	case ctx.Err() != nil:
 		c.queue.Forget(key) // shutting down
+	case errors.Is(err, watcher.ErrNotSynced):
+		// A kind listing again after a reload: not a failure, and not
+		// worth giving up on however long the list takes.
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, time.Second)
 	case c.queue.NumRequeues(key) < maxRetries:
 		c.Logger.Warn("reconcile failed, will retry", "key", key.String(), "error", err)
 		c.queue.AddRateLimited(key)
@@ -316,14 +332,12 @@ func (c *Controller) startupReconcile(ctx context.Context) error {
 		if kind == "Namespace" && !slices.Contains(c.rules.Load().Kinds(), kind) {
 			continue
 		}
-		objs, err := c.Watcher.List(kind)
+		kindKeys, err := c.Watcher.Keys(kind)
 		if err != nil {
 			return err
 		}
-		for _, o := range objs {
-			if k, ok := watcher.KeyFor(kind, o); ok {
-				keys[k] = true
-			}
+		for _, k := range kindKeys {
+			keys[k] = true
 		}
 	}
 	for _, s := range c.Incidents.MemberKeys() {

@@ -6,6 +6,7 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,11 +89,21 @@ type Watcher struct {
 	mu    sync.Mutex
 	kinds map[string]*kindWatch
 	ctx   context.Context // of the first Start, for kinds added later
+
+	// compact says whether a kind may be cached compact (CompactPod);
+	// nil: every object is cached whole.
+	compact func(kind string) bool
+	intern  *interner
 }
+
+// ErrNotSynced is returned for lookups in a cache that has not listed
+// yet: "not found" there would wrongly mean "deleted".
+var ErrNotSynced = errors.New("cache not synced yet")
 
 // kindWatch is one kind's informer and how to run it.
 type kindWatch struct {
 	inf      cache.SharedIndexInformer
+	compact  bool // objects are cached as CompactPod
 	start    func(stop <-chan struct{})
 	shutdown func()
 	cancel   context.CancelFunc // set once started
@@ -108,7 +120,32 @@ type Clients struct {
 // New makes a Watcher. resync is the informers' resync period (0: none);
 // handlers ignore resyncs whose resourceVersion did not change.
 func New(c Clients, resync time.Duration, logger *slog.Logger) *Watcher {
-	return &Watcher{clients: c, resync: resync, logger: logger, kinds: map[string]*kindWatch{}}
+	return &Watcher{clients: c, resync: resync, logger: logger, kinds: map[string]*kindWatch{}, intern: newInterner(1 << 17)}
+}
+
+// CompactWhen lets informers made from now on cache pods compact when
+// compact(kind) holds, that is when no rule needs the whole object.
+func (w *Watcher) CompactWhen(compact func(kind string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.compact = compact
+}
+
+// Compacted reports whether kind's informer caches compact objects.
+func (w *Watcher) Compacted(kind string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	kw, ok := w.kinds[kind]
+	return ok && kw.compact
+}
+
+// compactTransform caches pods as CompactPod; anything else (a tombstone)
+// gets the usual stripping.
+func (w *Watcher) compactTransform(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return compactPod(pod, w.intern)
+	}
+	return StripUnread(obj)
 }
 
 // Informer returns the informer for kind, creating it on first use. Calls
@@ -121,7 +158,11 @@ func (w *Watcher) Informer(kind string) (cache.SharedIndexInformer, error) {
 	}
 	kw := &kindWatch{}
 	if gvr, ok := Resource(kind); ok {
-		f := informers.NewSharedInformerFactoryWithOptions(w.clients.Typed, w.resync, informers.WithTransform(StripUnread))
+		transform := StripUnread
+		if kind == "Pod" && w.compact != nil && w.compact(kind) {
+			transform, kw.compact = w.compactTransform, true
+		}
+		f := informers.NewSharedInformerFactoryWithOptions(w.clients.Typed, w.resync, informers.WithTransform(transform))
 		generic, err := f.ForResource(gvr)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %s: %w", kind, err)
@@ -294,16 +335,29 @@ func (w *Watcher) Synced() bool {
 	return true
 }
 
-// Get reads the object named by key from the cache. The object is shared
-// with the cache and must not be modified.
+// Get reads the object named by key from the cache. The object may be
+// shared with the cache and must not be modified. A compact pod is
+// decoded into a whole corev1.Pod (with only the fields it keeps). A
+// cache that has not synced yet answers ErrNotSynced.
 func (w *Watcher) Get(key Key) (runtime.Object, bool, error) {
 	inf, ok := w.informer(key.Kind)
 	if !ok {
 		return nil, false, fmt.Errorf("no informer for kind %q", key.Kind)
 	}
+	if !inf.HasSynced() {
+		return nil, false, fmt.Errorf("%s: %w", key, ErrNotSynced)
+	}
 	obj, exists, err := inf.GetIndexer().GetByKey(key.cacheKey())
 	if err != nil || !exists {
 		return nil, exists, err
+	}
+	return expand(obj)
+}
+
+func expand(obj any) (runtime.Object, bool, error) {
+	if c, ok := obj.(*CompactPod); ok {
+		pod, err := c.Pod()
+		return pod, err == nil, err
 	}
 	return obj.(runtime.Object), true, nil
 }
@@ -329,8 +383,8 @@ func objectMeta(obj any) (metav1.Object, error) {
 	return m, nil
 }
 
-// List returns every cached object of kind. The objects are shared with
-// the cache and must not be modified.
+// List returns every cached object of kind, compact pods decoded. The
+// objects may be shared with the cache and must not be modified.
 func (w *Watcher) List(kind string) ([]runtime.Object, error) {
 	inf, ok := w.informer(kind)
 	if !ok {
@@ -339,7 +393,27 @@ func (w *Watcher) List(kind string) ([]runtime.Object, error) {
 	items := inf.GetStore().List()
 	out := make([]runtime.Object, 0, len(items))
 	for _, it := range items {
-		out = append(out, it.(runtime.Object))
+		obj, _, err := expand(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// Keys returns the key of every cached object of kind (nothing decoded).
+func (w *Watcher) Keys(kind string) ([]Key, error) {
+	inf, ok := w.informer(kind)
+	if !ok {
+		return nil, fmt.Errorf("no informer for kind %q", kind)
+	}
+	items := inf.GetStore().List()
+	out := make([]Key, 0, len(items))
+	for _, it := range items {
+		if k, ok := KeyFor(kind, it); ok {
+			out = append(out, k)
+		}
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,9 +45,17 @@ func newClients(cfg *rest.Config) (watcher.Clients, error) {
 }
 
 // serveOps serves /metrics, /healthz (the process is up and, if it leads,
-// has renewed its lease in time) and /readyz (the caches have synced).
-func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, lease *leaderelection.HealthzAdaptor, logger *slog.Logger) (*http.Server, error) {
+// has renewed its lease in time) and /readyz (the caches have synced);
+// with withPprof also Go's profiles under /debug/pprof/ (off by default:
+// a heap profile shows what is cached, which is not for every scraper).
+func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, lease *leaderelection.HealthzAdaptor, withPprof bool, logger *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
 		if err := lease.Check(r); err != nil {

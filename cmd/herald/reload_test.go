@@ -91,3 +91,37 @@ func TestHotReload(t *testing.T) {
 	default:
 	}
 }
+
+// TestReloadCachesPodsWholeForCEL: pods are cached compact (annotations
+// dropped) while only built-in detectors read them; a CEL rule added at
+// run time may read anything, so the pod cache is listed again whole and
+// the new rule sees the annotation the compact cache did not keep.
+func TestReloadCachesPodsWholeForCEL(t *testing.T) {
+	env := testenv.New(t)
+	client, _ := env.Client()
+	recv := newReceiver(t)
+	sinks := fmt.Sprintf("sinks:\n  - {name: hook, webhook: {url: %s/herald}}\n", recv.URL)
+	crashRule := "  - {name: crash, kind: Pod, detector: crashloop, sinks: [hook]}\n"
+	h := startedHerald(t, env, "rules:\n"+crashRule+sinks, "--config-reload-interval", "100ms")
+	defer h.stop()
+	pod := newPod("owned")
+	pod.Annotations = map[string]string{"owner": "payments"}
+	if _, err := client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, client, "owned", ready, 0)
+	celRule := "  - name: owned\n    kind: Pod\n    condition: 'has(object.metadata.annotations) && object.metadata.annotations[\"owner\"] == \"payments\"'\n    sinks: [hook]\n"
+	os.WriteFile(h.config, []byte("rules:\n"+crashRule+celRule+sinks), 0o600)
+	got := recv.next(t, 20*time.Second)
+	if got.Transition != "firing" || got.Object.Name != "owned" || got.Incident.Rule != "owned" {
+		t.Fatalf("after adding the CEL rule: %s %s by %s, want owned firing by rule owned", got.Transition, got.Object.Name, got.Incident.Rule)
+	}
+	if !strings.Contains(h.logs.String(), `kindsAdded=[Pod]`) {
+		t.Errorf("the pod cache was not listed again:\n%s", h.logs)
+	}
+	// The crash rule keeps working on the whole objects.
+	setStatus(t, client, "owned", crashLooping, 2)
+	if got := recv.next(t, 10*time.Second); got.Incident.Rule != "crash" || got.Transition != "firing" {
+		t.Fatalf("after the relist: %s by %s, want firing by crash", got.Transition, got.Incident.Rule)
+	}
+}

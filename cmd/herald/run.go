@@ -47,6 +47,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	renewDeadline := fs.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before giving up")
 	retryPeriod := fs.Duration("retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	shutdownGrace := fs.Duration("shutdown-grace", 20*time.Second, "after SIGTERM, how long queued notifications may take to go out before herald stops")
+	withPprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr (for performance work)")
 	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -131,7 +132,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}
 	healthz := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if *metricsAddr != "" {
-		srv, err := serveOps(*metricsAddr, reg, w, healthz, logger)
+		srv, err := serveOps(*metricsAddr, reg, w, healthz, *withPprof, logger)
 		if err != nil {
 			logger.Error("starting the metrics server", "addr", *metricsAddr, "error", err)
 			return 1

@@ -218,6 +218,18 @@ func (s *Set) RuleNames() []string {
 // the pod cache must be indexed by workload.
 func (s *Set) GroupsByWorkload() bool { return s.groups }
 
+// NeedsWholeObject reports whether some rule of kind reads fields the
+// built-in detectors do not: a CEL condition or a template using .Object
+// may read any field, so such a kind must be cached whole.
+func (s *Set) NeedsWholeObject(kind string) bool {
+	for _, r := range s.byKind[kind] {
+		if r.condition != nil || (r.message != nil && r.message.needsObject) {
+			return true
+		}
+	}
+	return false
+}
+
 // InScope reports whether any rule of kind could fire for obj. Event
 // handlers call it before enqueueing, so it only looks at metadata.
 func (s *Set) InScope(kind string, obj metav1.Object, nsLabels NamespaceLabels) bool {

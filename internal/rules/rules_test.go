@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/watcher"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -150,6 +151,22 @@ func TestDetectors(t *testing.T) {
 			}
 			if d := describe(got); d != tt.want {
 				t.Errorf("findings %q, want %q", d, tt.want)
+			}
+			if pod, ok := loadObject(t, tt.file).(*corev1.Pod); ok {
+				// Pods are cached compact: what the cache keeps must
+				// give the same findings, facts and messages.
+				c, err := watcher.Compact(pod)
+				if err != nil {
+					t.Fatal(err)
+				}
+				expanded, err := c.Pod()
+				if err != nil {
+					t.Fatal(err)
+				}
+				fromCache, _ := set.Evaluate(tt.kind, expanded, now, nil)
+				if a, b := fmt.Sprintf("%+v", fromCache), fmt.Sprintf("%+v", got); a != b {
+					t.Errorf("from the compact cache:\n%s\nfrom the whole pod:\n%s", a, b)
+				}
 			}
 			for _, f := range got {
 				if f.Rule != "r" || f.Severity != "critical" || f.Object.Kind == "" || f.Object.UID == "" || len(f.Sinks) != 1 {

@@ -1,0 +1,61 @@
+// Command herald-bench measures herald against a real control plane:
+// memory and sync time per cached pod, and crash-to-notification latency
+// beside the bare watch floor. `make bench` runs it; see
+// docs/performance.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/bench"
+)
+
+func main() {
+	herald := flag.String("herald", "bin/herald", "the herald binary to measure (make build)")
+	sizes := flag.String("pods", "1000,10000", "comma-separated pod counts to measure sync and memory at")
+	churnAt := flag.Int("churn-at", 0, "pod count to run the churn steps at (default: the largest)")
+	rates := flag.String("rates", "10,20,100,500,1000", "status patches per second to offer (80% and 100% of r_max are added; rates above r_max are skipped)")
+	step := flag.Duration("step", 10*time.Second, "how long each rate is offered")
+	drain := flag.Duration("drain", 30*time.Second, "how long to wait for late events after a step")
+	dir := flag.String("out", ".cache/bench", "directory for bench.json, profiles and logs")
+	flag.Parse()
+
+	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, Step: *step, Drain: *drain, Dir: *dir,
+		Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 10 {
+			fmt.Fprintf(os.Stderr, "herald-bench: -pods: %q is not a pod count of at least 10\n", s)
+			os.Exit(2)
+		}
+		opts.Sizes = append(opts.Sizes, n)
+	}
+	for _, s := range strings.Split(*rates, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || r <= 0 {
+			fmt.Fprintf(os.Stderr, "herald-bench: -rates: %q is not a positive rate\n", s)
+			os.Exit(2)
+		}
+		opts.Rates = append(opts.Rates, r)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	report, err := bench.Run(ctx, opts)
+	if report != nil {
+		report.Table(os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "herald-bench:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("\nreport: %s/bench.json; profiles: %s/heap-*.pprof, %s/cpu.pprof; took %s\n", *dir, *dir, *dir, time.Since(start).Round(time.Second))
+}

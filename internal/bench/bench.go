@@ -1,0 +1,260 @@
+// Package bench measures herald against a real kube-apiserver and etcd
+// (internal/testenv): memory and time to sync a cache of N realistic
+// pods, and the latency from a crash written to the API to its webhook
+// notification, beside the floor a bare client-go watch sees on the same
+// control plane. cmd/herald-bench runs it; docs/performance.md keeps the
+// figures.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+// Options say what to measure.
+type Options struct {
+	// Herald is the herald binary (the release build, bin/herald).
+	Herald string
+	// Sizes are the pod counts to measure sync and memory at, ascending.
+	Sizes []int
+	// ChurnAt is the size the churn steps run at (default: the largest).
+	ChurnAt int
+	// Rates are the status patches per second to offer; rates above the
+	// measured r_max are skipped, and 80% and 100% of r_max are added.
+	Rates []float64
+	// OnlyAsked skips the r_max rates (for a quick smoke run).
+	OnlyAsked bool
+	// Step is how long each rate is offered.
+	Step time.Duration
+	// Drain is how long to wait after a step for late events.
+	Drain time.Duration
+	// Dir receives the report (bench.json), profiles and herald's logs.
+	Dir  string
+	Logf func(format string, args ...any)
+}
+
+// Patchers is how many goroutines send status patches, for r_max and the
+// open-loop steps alike.
+const Patchers = 64
+
+// Run starts a control plane, fills it, and measures.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.ChurnAt == 0 {
+		opts.ChurnAt = slices.Max(opts.Sizes)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	cpDir := filepath.Join(opts.Dir, "controlplane")
+	if err := os.RemoveAll(cpDir); err != nil { // a previous run's cluster
+		return nil, err
+	}
+	if err := os.MkdirAll(cpDir, 0o755); err != nil {
+		return nil, err
+	}
+	env, err := testenv.Start(ctx, testenv.Options{Logf: opts.Logf, Dir: cpDir})
+	if err != nil {
+		return nil, err
+	}
+	defer env.Stop()
+	r := &run{opts: opts, env: env, report: newReport(opts)}
+	if err := r.setUp(ctx); err != nil {
+		return nil, err
+	}
+	defer r.recv.Close()
+	for _, n := range opts.Sizes {
+		if err := r.size(ctx, n); err != nil {
+			return r.report, err
+		}
+		if n == opts.ChurnAt {
+			if err := r.churn(ctx); err != nil {
+				return r.report, err
+			}
+		}
+	}
+	r.report.finish()
+	return r.report, r.report.write(filepath.Join(opts.Dir, "bench.json"))
+}
+
+type run struct {
+	opts       Options
+	env        *testenv.Env
+	client     kubernetes.Interface // protobuf, as herald's
+	kubeconfig string
+	config     string
+	recv       *receiver
+	pods       *pods
+	report     *Report
+}
+
+func (r *run) setUp(ctx context.Context) error {
+	pb := rest.CopyConfig(r.env.Config)
+	pb.ContentType = "application/vnd.kubernetes.protobuf"
+	pb.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	pb.QPS, pb.Burst = -1, 0 // no client-side throttling: measure the server
+	var err error
+	if r.client, err = kubernetes.NewForConfig(pb); err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if _, err := r.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	r.kubeconfig = filepath.Join(r.opts.Dir, "kubeconfig")
+	if err := r.env.WriteKubeconfig(r.kubeconfig); err != nil {
+		return err
+	}
+	r.recv = newReceiver()
+	r.config = filepath.Join(r.opts.Dir, "herald.yaml")
+	r.pods = newPods(0)
+	return os.WriteFile(r.config, []byte(heraldConfig(r.recv.URL)), 0o600)
+}
+
+// size grows the cluster to n pods, then times a bare LIST and herald's
+// sync and measures herald's memory once it works.
+func (r *run) size(ctx context.Context, n int) error {
+	if err := createPods(ctx, r.client, r.pods.n, n, Patchers, r.opts.Logf); err != nil {
+		return err
+	}
+	r.pods.grow(n)
+	res := SizeResult{Pods: n}
+	start := time.Now()
+	pages := 0
+	opts := metav1.ListOptions{Limit: 500} // the page size informers use
+	for {
+		list, err := r.client.CoreV1().Pods(Namespace).List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		pages++
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	res.BareList = Seconds(time.Since(start))
+	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n)
+	if err != nil {
+		return err
+	}
+	defer h.stop()
+	sync, err := h.waitSynced(5 * time.Minute)
+	if err != nil {
+		return err
+	}
+	res.Sync = Seconds(sync)
+	if err := h.waitWorking(5 * time.Minute); err != nil {
+		return err
+	}
+	if res.Memory, err = h.memory(filepath.Join(r.opts.Dir, fmt.Sprintf("heap-%d.pprof", n))); err != nil {
+		return err
+	}
+	r.opts.Logf("bench: %d pods: bare LIST %.2fs (%d pages), herald synced in %.2fs, RSS %.1f MB (anon %.1f, file %.1f), heap %.1f MB",
+		n, res.BareList, pages, res.Sync, mb(res.Memory.RSS), mb(res.Memory.RSSAnon), mb(res.Memory.RSSFile), mb(res.Memory.Heap))
+	r.report.Sizes = append(r.report.Sizes, res)
+	return nil
+}
+
+// churn measures r_max and the floor with herald stopped, then offers
+// the same rates with herald running.
+func (r *run) churn(ctx context.Context) error {
+	rmax, err := maxRate(ctx, r.client, r.pods, Patchers, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("measuring r_max: %w", err)
+	}
+	r.report.RMax = rmax
+	rates := r.report.rates(r.opts.Rates, rmax, !r.opts.OnlyAsked)
+	r.opts.Logf("bench: r_max %.0f patches/s; offering %v", rmax, rates)
+
+	var floorObs atomic.Pointer[observer]
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if err := watchFloor(wctx, r.client, &floorObs); err != nil {
+		return err
+	}
+	floors := map[float64]StepResult{}
+	for _, rate := range rates {
+		floors[rate] = r.step(ctx, rate, &floorObs, nil)
+	}
+	stopWatch()
+
+	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n)
+	if err != nil {
+		return err
+	}
+	defer h.stop()
+	if _, err := h.waitSynced(5 * time.Minute); err != nil {
+		return err
+	}
+	if err := h.waitWorking(5 * time.Minute); err != nil {
+		return err
+	}
+	for i, rate := range rates {
+		var profile <-chan error
+		if i == len(rates)-1 { // the busiest step shows what costs CPU
+			profile = h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, "cpu.pprof"))
+		}
+		res := r.step(ctx, rate, &r.recv.current, h)
+		if profile != nil {
+			if err := <-profile; err != nil {
+				r.opts.Logf("bench: CPU profile: %v", err)
+			}
+		}
+		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
+	}
+	if m, err := h.get("/metrics"); err == nil {
+		os.WriteFile(filepath.Join(r.opts.Dir, "metrics.txt"), m, 0o644)
+	}
+	return nil
+}
+
+// step offers rate patches per second for the step duration and reports
+// what obs saw; with h, also herald's CPU time.
+func (r *run) step(ctx context.Context, rate float64, obs *atomic.Pointer[observer], h *heraldProc) StepResult {
+	ops := r.pods.plan(rate, r.opts.Step)
+	var cpu0 float64
+	if h != nil {
+		cpu0, _ = h.cpuSeconds()
+	}
+	start := time.Now().Add(50 * time.Millisecond)
+	o := newObserver(ops, start)
+	obs.Store(o)
+	sent := send(ctx, r.client, ops, start, Patchers)
+	awaitComplete(o, r.opts.Drain)
+	obs.Store(nil)
+	res := StepResult{Offered: len(ops), Sent: sent.sent, Failed: sent.failed,
+		Achieved: float64(sent.sent) / sent.elapsed.Seconds()}
+	res.Latency, res.Delivered, res.Missed, res.Duplicated, res.Unexpected = o.summary()
+	if h != nil {
+		cpu1, _ := h.cpuSeconds()
+		res.CPUSeconds = cpu1 - cpu0
+		if res.Delivered > 0 {
+			res.CPUPer1000 = res.CPUSeconds / float64(res.Delivered) * 1000
+		}
+	}
+	who := "floor"
+	if h != nil {
+		who = "herald"
+	}
+	errNote := ""
+	if sent.firstErr != nil {
+		errNote = fmt.Sprintf(" (first patch error: %v)", sent.firstErr)
+	}
+	r.opts.Logf("bench: %s %6.0f/s: %d patches, %d seen, %d missed, %d dup, %d unexpected; p50 %.1f p99 %.1f p99.9 %.1f ms%s",
+		who, rate, len(ops), res.Delivered, res.Missed, res.Duplicated, res.Unexpected, res.Latency.P50, res.Latency.P99, res.Latency.P999, errNote)
+	return res
+}
+
+func mb(b int64) float64 { return float64(b) / 1e6 }

@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSmoke runs the whole benchmark small (250 then 500 pods, 10 and 50 patches/s for 10 s each),
+// so that it cannot rot: every patch must be seen by the floor watch and
+// notified by herald exactly once, and the report must have its figures.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane and herald")
+	}
+	bin := filepath.Join(t.TempDir(), "herald")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/herald").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	report, err := Run(context.Background(), Options{
+		Herald: bin, Sizes: []int{250, 500}, Rates: []float64{10, 50}, OnlyAsked: true,
+		Step: 10 * time.Second, Drain: 30 * time.Second, Dir: t.TempDir(), Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	report.Table(&table)
+	t.Log("\n" + table.String())
+	if len(report.Sizes) != 2 {
+		t.Fatalf("measured %d sizes, want 2", len(report.Sizes))
+	}
+	for _, s := range report.Sizes {
+		if s.Sync <= 0 || s.BareList <= 0 || s.Memory.RSS <= 0 || s.Memory.Heap <= 0 {
+			t.Errorf("size %d: missing figures %+v", s.Pods, s)
+		}
+	}
+	if report.RMax < 50 {
+		t.Fatalf("r_max %.0f/s: the control plane cannot take the smoke run's 50/s", report.RMax)
+	}
+	if len(report.Churn) != 2 {
+		t.Fatalf("churn steps: %d, want the two asked for", len(report.Churn))
+	}
+	for _, c := range report.Churn {
+		if !c.Floor.Exact() {
+			t.Errorf("floor at %.0f/s: %+v, want every patch seen once", c.Rate, c.Floor)
+		}
+		if !c.Herald.Exact() {
+			t.Errorf("herald at %.0f/s: %+v, want every patch notified once", c.Rate, c.Herald)
+		}
+		if c.Herald.Delivered != c.Herald.Offered || c.Herald.Delivered == 0 {
+			t.Errorf("herald at %.0f/s delivered %d of %d", c.Rate, c.Herald.Delivered, c.Herald.Offered)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// heraldProc is herald running as its own process, as in a cluster, so
+// its RSS and CPU are its own and not the benchmark's.
+type heraldProc struct {
+	cmd     *exec.Cmd
+	addr    string // metrics, health and pprof
+	log     string
+	started time.Time
+	exited  chan struct{}
+}
+
+func startHerald(bin, kubeconfig, config, dir string, n int) (*heraldProc, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	h := &heraldProc{addr: addr, log: filepath.Join(dir, fmt.Sprintf("herald-%d.log", n)), exited: make(chan struct{})}
+	logFile, err := os.Create(h.log)
+	if err != nil {
+		return nil, err
+	}
+	h.cmd = exec.Command(bin, "run", "--config", config, "--kubeconfig", kubeconfig,
+		"--metrics-addr", addr, "--pprof", "--config-reload-interval", "0")
+	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	h.started = time.Now()
+	if err := h.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	go func() { h.cmd.Wait(); logFile.Close(); close(h.exited) }()
+	return h, nil
+}
+
+// waitFor polls cond every 20 ms until it holds, herald exits, or
+// timeout.
+func (h *heraldProc) waitFor(what string, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		select {
+		case <-h.exited:
+			return fmt.Errorf("herald exited while waiting for %s:\n%s", what, h.tail())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("herald: no %s within %s:\n%s", what, timeout, h.tail())
+		}
+	}
+	return nil
+}
+
+// waitSynced waits until /readyz answers (every cache has listed) and
+// returns the time since the process started.
+func (h *heraldProc) waitSynced(timeout time.Duration) (time.Duration, error) {
+	err := h.waitFor("cache sync", timeout, func() bool {
+		resp, err := http.Get("http://" + h.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return time.Since(h.started), err
+}
+
+// waitWorking waits until herald leads and its workers run (the startup
+// reconcile is over): from then on every change is a live one.
+func (h *heraldProc) waitWorking(timeout time.Duration) error {
+	return h.waitFor("workers", timeout, func() bool {
+		b, _ := os.ReadFile(h.log)
+		return strings.Contains(string(b), `"msg":"starting workers"`)
+	})
+}
+
+func (h *heraldProc) get(path string) ([]byte, error) {
+	resp, err := http.Get("http://" + h.addr + path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// Memory is herald's footprint after a forced garbage collection.
+type Memory struct {
+	RSS     int64 `json:"rss_bytes"`
+	RSSAnon int64 `json:"rss_anon_bytes"` // heap, stacks: what grows with the cache
+	RSSFile int64 `json:"rss_file_bytes"` // the binary's mapped pages
+	PeakRSS int64 `json:"peak_rss_bytes"`
+	Heap    int64 `json:"heap_alloc_bytes"` // live Go heap
+}
+
+// memory forces a GC (through the heap profile endpoint, whose profile it
+// writes to profile when not empty) and reads RSS from /proc and the live
+// heap from /metrics.
+func (h *heraldProc) memory(profile string) (Memory, error) {
+	heap, err := h.get("/debug/pprof/heap?gc=1")
+	if err != nil {
+		return Memory{}, err
+	}
+	if profile != "" {
+		if err := os.WriteFile(profile, heap, 0o644); err != nil {
+			return Memory{}, err
+		}
+	}
+	var m Memory
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
+	if err != nil {
+		return m, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, rest, _ := strings.Cut(sc.Text(), ":")
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		switch name {
+		case "VmRSS":
+			m.RSS = kb << 10
+		case "RssAnon":
+			m.RSSAnon = kb << 10
+		case "RssFile":
+			m.RSSFile = kb << 10
+		case "VmHWM":
+			m.PeakRSS = kb << 10
+		}
+	}
+	metrics, err := h.get("/metrics")
+	if err != nil {
+		return m, err
+	}
+	m.Heap = int64(metricValue(string(metrics), "go_memstats_heap_alloc_bytes"))
+	return m, nil
+}
+
+// metricValue reads one unlabelled sample from a Prometheus text page.
+func metricValue(page, name string) float64 {
+	for line := range strings.Lines(page) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// cpuSeconds is the user+system CPU time herald's process has used.
+func (h *heraldProc) cpuSeconds() (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may
+	// hold spaces: state is field 3, utime 14, stime 15.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// cpuProfile records a CPU profile of the next d into path, in the
+// background; the returned channel reports the result.
+func (h *heraldProc) cpuProfile(d time.Duration, path string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		b, err := h.get(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())))
+		if err == nil {
+			err = os.WriteFile(path, b, 0o644)
+		}
+		done <- err
+	}()
+	return done
+}
+
+// stop sends SIGTERM and waits for herald to drain and exit.
+func (h *heraldProc) stop() {
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.exited:
+	case <-time.After(40 * time.Second):
+		h.cmd.Process.Kill()
+		<-h.exited
+	}
+}
+
+func (h *heraldProc) tail() string {
+	b, _ := os.ReadFile(h.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}

@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/herald-k8s/herald/sinks"
+)
+
+// podIndex is the inverse of podName.
+func podIndex(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, "app-")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(s)
+	return i, err == nil
+}
+
+// receiver is the webhook endpoint herald notifies: a real HTTP server on
+// loopback that hands each notification's patch key to the observer of
+// the step in progress.
+type receiver struct {
+	*httptest.Server
+	current atomic.Pointer[observer]
+	strays  atomic.Int64 // notifications outside any step
+}
+
+func newReceiver() *receiver {
+	r := &receiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		now := time.Now()
+		var p sinks.Payload
+		if err := json.NewDecoder(req.Body).Decode(&p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		o := r.current.Load()
+		if o == nil {
+			r.strays.Add(1)
+			return
+		}
+		pod, ok1 := podIndex(p.Object.Name)
+		restarts, err := strconv.Atoi(p.Facts["restartCount"])
+		if !ok1 || err != nil || (p.Transition != "firing" && p.Transition != "resolved") {
+			o.see(patchKey{pod: -1}, now) // counted as unexpected
+			return
+		}
+		o.see(patchKey{pod, restarts, p.Transition == "firing"}, now)
+	}))
+	return r
+}
+
+// watchFloor is the bare client-go watch the floor is measured with: the
+// same protobuf decoding herald's informer does, nothing else. It feeds
+// the observer of the step in progress until ctx ends.
+func watchFloor(ctx context.Context, client kubernetes.Interface, current *atomic.Pointer[observer]) error {
+	list, err := client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return err
+	}
+	// A RetryWatcher resumes from the last event seen when the server
+	// closes a watch (it drops watchers that fall behind), as an
+	// informer's reflector does.
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Pods(Namespace).Watch(ctx, opts)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			now := time.Now()
+			pod, ok := ev.Object.(*corev1.Pod)
+			if ev.Type != watch.Modified || !ok {
+				continue
+			}
+			o := current.Load()
+			i, ok1 := podIndex(pod.Name)
+			restarts, crash, ok2 := appState(pod)
+			if o != nil && ok1 && ok2 {
+				o.see(patchKey{i, restarts, crash}, now)
+			}
+		}
+	}()
+	return nil
+}
+
+// awaitComplete waits until the observer has seen every planned key or
+// timeout passes (what is still missing then counts as missed).
+func awaitComplete(o *observer, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for !o.complete() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by timeout
+	}
+}
+
+// heraldConfig is the configuration herald runs with: the crash-loop
+// rule on every pod, notifying the loopback webhook.
+func heraldConfig(url string) string {
+	return fmt.Sprintf(`# herald-bench: one crash-loop rule, one webhook.
+incidents: {startup: silent}
+rules:
+  - name: pod-crashloop
+    kind: Pod
+    detector: crashloop
+    restartStep: -1
+    sinks: [hook]
+sinks:
+  - name: hook
+    queueSize: 100000
+    webhook: {url: %s/herald}
+`, url)
+}

@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what a run measured; bench.json holds it.
+type Report struct {
+	Date      time.Time `json:"date"`
+	GoVersion string    `json:"go"`
+	CPUs      int       `json:"cpus"`
+	StepSecs  float64   `json:"step_seconds"`
+
+	Sizes []SizeResult `json:"sizes"`
+	// Slope is the cost of one more cached pod, between the two largest
+	// sizes: RSS and live heap bytes per pod.
+	SlopeRSS  float64 `json:"slope_rss_bytes_per_pod"`
+	SlopeHeap float64 `json:"slope_heap_bytes_per_pod"`
+
+	// RMax is the status patches per second the control plane answers
+	// with Patchers goroutines patching back to back (herald stopped).
+	RMax    float64       `json:"r_max"`
+	ChurnAt int           `json:"churn_pods"`
+	Churn   []ChurnResult `json:"churn"`
+	// Sustained is the highest rate herald kept up with: every
+	// notification delivered exactly once and p99.9 under a second.
+	Sustained float64 `json:"sustained_rate"`
+}
+
+// SizeResult is one cluster size.
+type SizeResult struct {
+	Pods     int     `json:"pods"`
+	BareList float64 `json:"bare_list_seconds"` // a paginated LIST of every pod
+	Sync     float64 `json:"herald_sync_seconds"`
+	Memory   Memory  `json:"memory"`
+}
+
+// ChurnResult is one offered rate, on the floor and through herald.
+type ChurnResult struct {
+	Rate   float64    `json:"rate"`
+	Floor  StepResult `json:"floor"`
+	Herald StepResult `json:"herald"`
+}
+
+// StepResult is one step's outcome. For the floor, "delivered" counts
+// watch events; for herald, webhook notifications.
+type StepResult struct {
+	Offered    int     `json:"offered"`
+	Sent       int     `json:"sent"`
+	Failed     int     `json:"failed"`
+	Achieved   float64 `json:"achieved_rate"`
+	Latency    Latency `json:"latency"`
+	Delivered  int     `json:"delivered"`
+	Missed     int     `json:"missed"`
+	Duplicated int     `json:"duplicated"`
+	Unexpected int     `json:"unexpected"`
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	CPUPer1000 float64 `json:"cpu_seconds_per_1000,omitempty"`
+}
+
+// Exact reports whether every patch was seen exactly once, and nothing
+// else.
+func (s StepResult) Exact() bool {
+	return s.Failed == 0 && s.Missed == 0 && s.Duplicated == 0 && s.Unexpected == 0
+}
+
+// Seconds turns a duration into float seconds for the report.
+func Seconds(d time.Duration) float64 { return d.Seconds() }
+
+func newReport(opts Options) *Report {
+	return &Report{Date: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt}
+}
+
+// rates are the rates to offer: the asked ones up to r_max, plus (with
+// withMax) 80% and 100% of r_max, rounded down.
+func (r *Report) rates(asked []float64, rmax float64, withMax bool) []float64 {
+	var out []float64
+	for _, rate := range asked {
+		if rate <= rmax {
+			out = append(out, rate)
+		}
+	}
+	for _, f := range []float64{0.8, 1} {
+		if rate := math.Floor(f * rmax); withMax && rate >= 1 && !slices.Contains(out, rate) {
+			out = append(out, rate)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// finish derives the slope and the sustained rate.
+func (r *Report) finish() {
+	if n := len(r.Sizes); n >= 2 {
+		a, b := r.Sizes[n-2], r.Sizes[n-1]
+		pods := float64(b.Pods - a.Pods)
+		r.SlopeRSS = float64(b.Memory.RSS-a.Memory.RSS) / pods
+		r.SlopeHeap = float64(b.Memory.Heap-a.Memory.Heap) / pods
+	}
+	for _, c := range r.Churn {
+		if c.Herald.Exact() && c.Herald.Latency.P999 < 1000 {
+			r.Sustained = max(r.Sustained, c.Rate)
+		}
+	}
+}
+
+func (r *Report) write(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Table prints the report as the tables docs/performance.md shows.
+func (r *Report) Table(w io.Writer) {
+	fmt.Fprintf(w, "herald-bench %s, %s, %d CPUs\n\n", r.Date.Format("2006-01-02 15:04 UTC"), r.GoVersion, r.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pods\tbare LIST s\therald sync s\tsync/LIST\tRSS MB\tanon MB\tfile MB\tpeak MB\theap MB\tRSS B/pod\theap B/pod\t")
+	for _, s := range r.Sizes {
+		m := s.Memory
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f×\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t\n", s.Pods, s.BareList, s.Sync, s.Sync/s.BareList,
+			mb(m.RSS), mb(m.RSSAnon), mb(m.RSSFile), mb(m.PeakRSS), mb(m.Heap), float64(m.RSS)/float64(s.Pods), float64(m.Heap)/float64(s.Pods))
+	}
+	tw.Flush()
+	if len(r.Sizes) >= 2 {
+		fmt.Fprintf(w, "\nslope between the two largest sizes: %.0f B RSS, %.0f B heap per cached pod\n", r.SlopeRSS, r.SlopeHeap)
+	}
+	if len(r.Churn) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nchurn on %d pods, %.0f s per rate; r_max %.0f patches/s\n\n", r.ChurnAt, r.StepSecs, r.RMax)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rate/s\tpatches\tL0 p50\tL0 p99\tL0 p99.9\therald p50\tp99\tp99.9\tmax\tp99−L0 p99\tdelivered\tmissed\tdup\tunexpected\tCPU s/1000\t")
+	for _, c := range r.Churn {
+		f, h := c.Floor, c.Herald
+		fmt.Fprintf(tw, "%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t%d\t%d\t%d\t%d\t%.2f\t\n", c.Rate, h.Offered,
+			f.Latency.P50, f.Latency.P99, f.Latency.P999, h.Latency.P50, h.Latency.P99, h.Latency.P999, h.Latency.Max,
+			h.Latency.P99-f.Latency.P99, h.Delivered, h.Missed, h.Duplicated, h.Unexpected, h.CPUPer1000)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nlatencies in ms from each patch's due time; sustained (exactly once, p99.9 < 1 s) up to %.0f/s (%.0f%% of r_max)\n",
+		r.Sustained, 100*r.Sustained/max(r.RMax, 1))
+	var notes []string
+	for _, c := range r.Churn {
+		if !c.Floor.Exact() {
+			notes = append(notes, fmt.Sprintf("floor at %.0f/s: %d failed, %d missed, %d dup", c.Rate, c.Floor.Failed, c.Floor.Missed, c.Floor.Duplicated))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "note: "+strings.Join(notes, "; "))
+	}
+}

@@ -1,0 +1,42 @@
+package incident
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+// BenchmarkReconcile is the ledger-side work of one reconcile: an object
+// whose open incident has not changed (the common case: another status
+// update of a crash-looping pod), and a crash that fires and then
+// resolves.
+func BenchmarkReconcile(b *testing.B) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now, Retention: time.Hour})
+	for i := range 1000 { // a tracker with other incidents open
+		tr.Reconcile(fmt.Sprintf("Pod/shop/other-%d", i), []rules.Finding{podFinding(fmt.Sprintf("other-%d", i), 1)})
+	}
+	open := []rules.Finding{podFinding("web", 3)}
+	tr.Reconcile("Pod/shop/web", open)
+	b.Run("unchanged", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if notes, _ := tr.Reconcile("Pod/shop/web", open); len(notes) != 0 {
+				b.Fatalf("%d notifications for an unchanged incident", len(notes))
+			}
+		}
+	})
+	b.Run("fire+resolve", func(b *testing.B) {
+		b.ReportAllocs()
+		crash := []rules.Finding{podFinding("api", 1)}
+		for b.Loop() {
+			fired, _ := tr.Reconcile("Pod/shop/api", crash)
+			resolved, _ := tr.Reconcile("Pod/shop/api", nil)
+			if len(fired) != 1 || len(resolved) != 1 {
+				b.Fatalf("%d + %d notifications, want 1 + 1", len(fired), len(resolved))
+			}
+		}
+	})
+}

@@ -1,0 +1,155 @@
+package watcher
+
+import (
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// CompactPod is how a pod is cached when no rule of the Pod kind needs
+// the whole object (no CEL condition, no .Object in a template). Pods are
+// most of a cluster's objects, and a decoded corev1.Pod of a real
+// workload costs ~18 KB of heap; this keeps what the built-in detectors,
+// scope filters and workload index read — ~1 KB.
+//
+// The metadata the event handlers and indexes read stays as fields (its
+// repetitive strings interned across pods); the spec and status, trimmed
+// to what the detectors read, are kept as protobuf and decoded only when
+// a worker reconciles the pod (Watcher.Get does that), a few µs.
+type CompactPod struct {
+	metav1.ObjectMeta
+	spec, status []byte // protobuf of the trimmed PodSpec and PodStatus; never modified
+}
+
+// GetObjectKind is empty, as for every object of a typed informer.
+func (c *CompactPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the metadata; the encoded spec and status are
+// immutable and shared.
+func (c *CompactPod) DeepCopyObject() runtime.Object {
+	out := &CompactPod{spec: c.spec, status: c.status}
+	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return out
+}
+
+// Pod decodes the cached pod into a new corev1.Pod the caller owns.
+func (c *CompactPod) Pod() (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	c.ObjectMeta.DeepCopyInto(&pod.ObjectMeta)
+	if err := pod.Spec.Unmarshal(c.spec); err != nil {
+		return nil, fmt.Errorf("decoding cached pod %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	if err := pod.Status.Unmarshal(c.status); err != nil {
+		return nil, fmt.Errorf("decoding cached pod %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return pod, nil
+}
+
+// Compact returns the compact form of pod that a cache holds (with its own
+// interner), for tests and benchmarks that check what is kept.
+func Compact(pod *corev1.Pod) (*CompactPod, error) { return compactPod(pod, newInterner(1024)) }
+
+// compactPod keeps of pod what the built-in pod detectors read: names,
+// images and memory limits of containers (oomkilled reports the limit),
+// init containers' restart policy (sidecars), the phase, reason, message,
+// conditions, start time and container states.
+func compactPod(pod *corev1.Pod, in *interner) (*CompactPod, error) {
+	c := &CompactPod{ObjectMeta: metav1.ObjectMeta{
+		Name:              pod.Name,
+		Namespace:         in.get(pod.Namespace),
+		UID:               pod.UID,
+		ResourceVersion:   pod.ResourceVersion,
+		Generation:        pod.Generation,
+		CreationTimestamp: pod.CreationTimestamp,
+		DeletionTimestamp: pod.DeletionTimestamp,
+	}}
+	if len(pod.Labels) > 0 {
+		c.Labels = make(map[string]string, len(pod.Labels))
+		for k, v := range pod.Labels {
+			c.Labels[in.get(k)] = in.get(v)
+		}
+	}
+	for _, o := range pod.OwnerReferences {
+		o.APIVersion, o.Kind, o.Name, o.UID = in.get(o.APIVersion), in.get(o.Kind), in.get(o.Name), in.uid(o.UID)
+		c.OwnerReferences = append(c.OwnerReferences, o)
+	}
+	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName,
+		Containers: trimContainers(pod.Spec.Containers), InitContainers: trimContainers(pod.Spec.InitContainers)}
+	s := pod.Status
+	status := corev1.PodStatus{Phase: s.Phase, Reason: s.Reason, Message: s.Message, StartTime: s.StartTime,
+		ContainerStatuses: trimStatuses(s.ContainerStatuses), InitContainerStatuses: trimStatuses(s.InitContainerStatuses)}
+	for _, cond := range s.Conditions {
+		status.Conditions = append(status.Conditions, corev1.PodCondition{Type: cond.Type, Status: cond.Status,
+			Reason: cond.Reason, Message: cond.Message, LastTransitionTime: cond.LastTransitionTime})
+	}
+	var err error
+	if c.spec, err = spec.Marshal(); err != nil {
+		return nil, err
+	}
+	if c.status, err = status.Marshal(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func trimContainers(cs []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range cs {
+		t := corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			t.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func trimStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for _, c := range cs {
+		out = append(out, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: c.Ready, Started: c.Started,
+			RestartCount: c.RestartCount, State: trimState(c.State), LastTerminationState: trimState(c.LastTerminationState)})
+	}
+	return out
+}
+
+// trimState drops the container ID, the one per-run string in a state.
+func trimState(s corev1.ContainerState) corev1.ContainerState {
+	if s.Terminated != nil {
+		t := *s.Terminated
+		t.ContainerID = ""
+		s.Terminated = &t
+	}
+	return s
+}
+
+// interner shares the memory of strings that repeat across cached
+// objects (namespaces, label keys and values, owner names). It stops
+// adding new strings at its limit, so values that never repeat (a label
+// holding the pod's own name) cannot grow it without bound.
+type interner struct {
+	mu    sync.Mutex
+	m     map[string]string
+	limit int
+}
+
+func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
+
+func (in *interner) get(s string) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if len(in.m) < in.limit {
+		in.m[s] = s
+	}
+	return s
+}
+
+func (in *interner) uid(u types.UID) types.UID { return types.UID(in.get(string(u))) }
