@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test vet testenv demo clean bench
+.PHONY: all build test vet testenv demo clean bench fuzz
 
 all: build
 
@@ -23,6 +23,19 @@ vet:
 
 test: testenv vet build
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) fuzz
+
+# Every fuzz target for a short run (FUZZ_RUNS inputs each; counted, not
+# timed: a -fuzztime duration trips a coordinator race in go1.26.8).
+# Longer runs: make fuzz FUZZ_RUNS=1000000
+FUZZ_RUNS ?= 3000
+FUZZ_TARGETS := ./config:FuzzParse ./internal/rules:FuzzEvaluate ./internal/incident:FuzzLedgerDecode ./sinks/slack:FuzzRender
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg), $(FUZZ_RUNS) inputs"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_RUNS)x -fuzzminimizetime 2s -parallel 2 $$pkg; \
+	done
 
 demo: testenv build
 	$(GO) run ./internal/demo -herald bin/herald -config examples/demo.yaml

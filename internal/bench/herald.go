@@ -81,12 +81,18 @@ func (h *heraldProc) waitSynced(timeout time.Duration) (time.Duration, error) {
 	return time.Since(h.started), err
 }
 
-// waitWorking waits until herald leads and its workers run (the startup
-// reconcile is over): from then on every change is a live one.
+// waitWorking waits until herald leads, its workers run (the startup
+// reconcile is over) and its work queue is empty (the initial list's keys
+// are done): from then on every change is a live one, and memory is
+// what the cache costs at rest.
 func (h *heraldProc) waitWorking(timeout time.Duration) error {
-	return h.waitFor("workers", timeout, func() bool {
+	return h.waitFor("workers and an empty queue", timeout, func() bool {
 		b, _ := os.ReadFile(h.log)
-		return strings.Contains(string(b), `"msg":"starting workers"`)
+		if !strings.Contains(string(b), `"msg":"starting workers"`) {
+			return false
+		}
+		m, err := h.get("/metrics")
+		return err == nil && strings.Contains(string(m), `herald_workqueue_depth{name="herald"} 0`+"\n")
 	})
 }
 

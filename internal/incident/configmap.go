@@ -38,7 +38,8 @@ type ConfigMapStore struct {
 	namespace string
 	name      string
 
-	written map[string]string // shard name → data last written
+	written map[string]string          // shard name → data last written
+	encoded map[string]encodedIncident // incident ID → its JSON at the last write
 }
 
 // NewConfigMapStore makes a store; nothing is read until Load.
@@ -58,21 +59,35 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	}
 	var out []Incident
 	for _, cm := range list.Items {
-		var incs []Incident
-		if err := json.Unmarshal([]byte(cm.Data[dataKey]), &incs); err != nil {
+		incs, skipped, err := decodeShard(cm.Data[dataKey])
+		if err != nil {
 			warn("ledger ConfigMap is unreadable; its incidents will be treated as new", "configmap", s.namespace+"/"+cm.Name, "error", err)
 			continue
 		}
-		for _, inc := range incs {
-			if inc.ID == "" || inc.Fingerprint == "" {
-				warn("ledger entry without an ID skipped", "configmap", s.namespace+"/"+cm.Name)
-				continue
-			}
-			out = append(out, inc)
+		if skipped > 0 {
+			warn("ledger entries without an ID skipped", "configmap", s.namespace+"/"+cm.Name, "entries", skipped)
 		}
+		out = append(out, incs...)
 		s.written[cm.Name] = cm.Data[dataKey]
 	}
 	return out, nil
+}
+
+// decodeShard reads one ledger ConfigMap's incidents, leaving out (and
+// counting) entries without the identity everything else keys on.
+func decodeShard(data string) (incs []Incident, skipped int, err error) {
+	var all []Incident
+	if err := json.Unmarshal([]byte(data), &all); err != nil {
+		return nil, 0, err
+	}
+	for _, inc := range all {
+		if inc.ID == "" || inc.Fingerprint == "" {
+			skipped++
+			continue
+		}
+		incs = append(incs, inc)
+	}
+	return incs, skipped, nil
 }
 
 // Save implements Store.
@@ -103,18 +118,33 @@ func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 	return nil
 }
 
+// encodedIncident is an incident's JSON as of its revision.
+type encodedIncident struct {
+	rev  uint64
+	json []byte
+}
+
 // shard encodes incs into shards, doubling the count until each fits.
 func (s *ConfigMapStore) shard(incs []Incident) (map[string]string, error) {
 	encoded := make([][]byte, len(incs))
 	total := 0
+	keep := make(map[string]encodedIncident, len(incs))
 	for i, inc := range incs {
-		b, err := json.Marshal(inc)
-		if err != nil {
-			return nil, err
+		// Most incidents did not change since the last write: reuse
+		// their encoding rather than marshal the whole ledger each time.
+		e, ok := s.encoded[inc.ID]
+		if !ok || e.rev != inc.rev {
+			b, err := json.Marshal(inc)
+			if err != nil {
+				return nil, err
+			}
+			e = encodedIncident{rev: inc.rev, json: b}
 		}
-		encoded[i] = b
-		total += len(b) + 1
+		keep[inc.ID] = e
+		encoded[i] = e.json
+		total += len(e.json) + 1
 	}
+	s.encoded = keep
 	n := 1
 	for n*targetShardBytes < total {
 		n *= 2

@@ -80,6 +80,10 @@ type Incident struct {
 
 	repeat      time.Duration
 	restartStep int
+	// rev is the tracker's version at the incident's last change (0:
+	// restored, not changed since); the ledger re-encodes only incidents
+	// whose rev moved.
+	rev uint64
 }
 
 // Pending is one notification and the sinks that have not accepted it.

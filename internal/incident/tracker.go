@@ -29,9 +29,14 @@ type Tracker struct {
 	opts Options
 
 	mu       sync.Mutex
-	open     map[string]*Incident       // fingerprint → open incident
-	resolved map[string]*Incident       // ID → resolved incident
-	byObject map[string]map[string]bool // object key → fingerprints it is (or was, while resolving) a member of
+	open     map[string]*Incident // fingerprint → open incident
+	resolved map[string]*Incident // ID → resolved incident
+	// lastResolved is the ID of each fingerprint's latest resolved
+	// incident: older ones whose deliveries are done are dropped, so the
+	// ledger holds one resolved incident per problem, not one per
+	// occurrence (a flapping pod would otherwise grow it all day).
+	lastResolved map[string]string
+	byObject     map[string]map[string]bool // object key → fingerprints it is (or was, while resolving) a member of
 	// pending holds when a finding that must last for a while was first
 	// seen, by object key and fingerprint, until it fires or goes away.
 	pending map[string]map[string]time.Time
@@ -48,7 +53,7 @@ func NewTracker(opts Options) *Tracker {
 		opts.Now = time.Now
 	}
 	return &Tracker{
-		opts: opts, open: map[string]*Incident{}, resolved: map[string]*Incident{},
+		opts: opts, open: map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
 		byObject: map[string]map[string]bool{}, pending: map[string]map[string]time.Time{},
 		occurrences: map[string]int{},
 	}
@@ -114,7 +119,7 @@ func (t *Tracker) Reconcile(object string, findings []rules.Finding) (notes []No
 func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding, now time.Time, soonest func(time.Duration)) (Notification, bool) {
 	if !inc.ResolvingSince.IsZero() {
 		inc.ResolvingSince = time.Time{} // back within the hold-down: same incident
-		t.version++
+		t.touch(inc)
 	}
 	if !slices.Contains(inc.Members, object) {
 		if f.Sustaining && inc.Grouped {
@@ -123,7 +128,7 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 		inc.Members = append(inc.Members, object)
 		slices.Sort(inc.Members)
 		t.index(object, inc.Fingerprint)
-		t.version++
+		t.touch(inc)
 	}
 	// The rule may have been reloaded: its current settings and sinks
 	// apply from now on.
@@ -198,7 +203,7 @@ func (t *Tracker) leave(object, fp string, now time.Time, soonest func(time.Dura
 	}
 	if i := slices.Index(inc.Members, object); i >= 0 {
 		inc.Members = slices.Delete(inc.Members, i, i+1)
-		t.version++
+		t.touch(inc)
 	}
 	if len(inc.Members) > 0 {
 		t.unindex(object, fp)
@@ -210,7 +215,7 @@ func (t *Tracker) leave(object, fp string, now time.Time, soonest func(time.Dura
 	if t.opts.HoldDown > 0 {
 		if inc.ResolvingSince.IsZero() {
 			inc.ResolvingSince = now
-			t.version++
+			t.touch(inc)
 		}
 		if wait := inc.ResolvingSince.Add(t.opts.HoldDown).Sub(now); wait > 0 {
 			soonest(wait) // object stays indexed so the recheck finds it
@@ -220,8 +225,35 @@ func (t *Tracker) leave(object, fp string, now time.Time, soonest func(time.Dura
 	t.unindex(object, fp)
 	delete(t.open, fp)
 	inc.ResolvedAt = now
-	t.resolved[inc.ID] = inc
+	t.retire(inc)
 	return t.notify(inc, Resolved, now), true
+}
+
+// retire keeps a resolved incident and drops the fingerprint's previous
+// resolved one if every sink has it: its occurrence number lives on in
+// the newer incident, which is all later occurrences need.
+func (t *Tracker) retire(inc *Incident) {
+	prev, ok := t.resolved[t.lastResolved[inc.Fingerprint]]
+	switch {
+	case !ok || prev == inc:
+	case prev.Occurrence < inc.Occurrence:
+		if len(prev.Pending) == 0 {
+			delete(t.resolved, prev.ID)
+		}
+	default: // inc is the older one (a ledger restored in any order)
+		if len(inc.Pending) > 0 {
+			t.resolved[inc.ID] = inc
+		}
+		return
+	}
+	t.resolved[inc.ID] = inc
+	t.lastResolved[inc.Fingerprint] = inc.ID
+}
+
+// touch records a change of inc worth persisting.
+func (t *Tracker) touch(inc *Incident) {
+	t.version++
+	inc.rev = t.version
 }
 
 func (t *Tracker) index(object, fp string) {
@@ -249,7 +281,7 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time) Notificati
 		inc.Title = groupTitle(inc)
 	}
 	inc.Pending = append(inc.Pending, Pending{Seq: inc.Seq, Transition: tr, Time: now, Sinks: slices.Clone(inc.Sinks)})
-	t.version++
+	t.touch(inc)
 	return Notification{Incident: snapshot(inc), Transition: tr, Seq: inc.Seq, Time: now}
 }
 
@@ -298,7 +330,7 @@ func (t *Tracker) Delivered(n Notification, sink string) {
 		}
 		if j := slices.Index(p.Sinks, sink); j >= 0 {
 			p.Sinks = slices.Delete(p.Sinks, j, j+1)
-			t.version++
+			t.touch(inc)
 		}
 	}
 	inc.Pending = slices.DeleteFunc(inc.Pending, func(p Pending) bool { return len(p.Sinks) == 0 })
@@ -327,7 +359,7 @@ func (t *Tracker) SetRef(incidentID, sink, ref string) {
 		inc.Refs = map[string]string{}
 	}
 	inc.Refs[sink] = ref
-	t.version++
+	t.touch(inc)
 }
 
 // byID finds an open or retained incident; t.mu must be held.
@@ -438,6 +470,9 @@ func (t *Tracker) Snapshot() ([]Incident, uint64) {
 	for id, inc := range t.resolved {
 		if t.opts.Retention > 0 && now.Sub(inc.ResolvedAt) > t.opts.Retention && len(inc.Pending) == 0 {
 			delete(t.resolved, id)
+			if t.lastResolved[inc.Fingerprint] == id {
+				delete(t.lastResolved, inc.Fingerprint)
+			}
 		}
 	}
 	out := make([]Incident, 0, len(t.open)+len(t.resolved))
@@ -459,7 +494,7 @@ func (t *Tracker) Restore(incs []Incident) {
 		inc.Facts = maps.Clone(inc.Facts)
 		t.occurrences[inc.Fingerprint] = max(t.occurrences[inc.Fingerprint], inc.Occurrence)
 		if !inc.ResolvedAt.IsZero() {
-			t.resolved[inc.ID] = &inc
+			t.retire(&inc)
 			continue
 		}
 		t.open[inc.Fingerprint] = &inc

@@ -167,3 +167,45 @@ func TestSameIDAfterUnflushedRestart(t *testing.T) {
 		t.Fatalf("after an unflushed restart: %v, want the same key %s", repeat, again[0].ID())
 	}
 }
+
+// TestFlappingKeepsOneResolvedIncident: a pod that crashes and recovers
+// a hundred times leaves one resolved incident in the ledger, not a
+// hundred, and the next occurrence still gets the next number, also
+// after a restart from that ledger.
+func TestFlappingKeepsOneResolvedIncident(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now, Retention: 24 * time.Hour})
+	for i := range 100 {
+		for _, findings := range [][]rules.Finding{{podFinding("web", i+1)}, nil} {
+			for _, n := range mustReconcile(tr, "Pod/shop/web", findings) {
+				tr.Delivered(n, "out")
+			}
+		}
+	}
+	snap, _ := tr.Snapshot()
+	if len(snap) != 1 || snap[0].Occurrence != 100 || snap[0].ResolvedAt.IsZero() {
+		t.Fatalf("ledger after 100 flaps: %d incidents (%+v), want the 100th, resolved", len(snap), snap)
+	}
+	// An undelivered resolved incident is kept until its sink has it.
+	fired := mustReconcile(tr, "Pod/shop/web", []rules.Finding{podFinding("web", 101)})
+	tr.Delivered(fired[0], "out")
+	mustReconcile(tr, "Pod/shop/web", nil) // resolved, not delivered
+	mustReconcile(tr, "Pod/shop/web", []rules.Finding{podFinding("web", 102)})
+	snap, _ = tr.Snapshot()
+	if len(snap) != 2 || snap[0].Occurrence != 101 || len(snap[0].Pending) != 1 || snap[1].Occurrence != 102 || !snap[1].ResolvedAt.IsZero() {
+		t.Errorf("want occurrence 101 (resolved, not yet delivered) and 102 (open), got %+v", snap)
+	}
+	restored := NewTracker(Options{Now: clock.now, Retention: 24 * time.Hour})
+	snap, _ = tr.Snapshot()
+	restored.Restore(snap)
+	mustReconcile(restored, "Pod/shop/web", nil)
+	next := mustReconcile(restored, "Pod/shop/web", []rules.Finding{podFinding("web", 103)})
+	if len(next) != 1 || next[0].Incident.Occurrence != 103 {
+		t.Fatalf("after a restart the next occurrence is %+v, want 103", next)
+	}
+}
+
+func mustReconcile(tr *Tracker, key string, findings []rules.Finding) []Notification {
+	notes, _ := tr.Reconcile(key, findings)
+	return notes
+}

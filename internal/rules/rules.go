@@ -8,7 +8,9 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -316,6 +318,23 @@ func (in *input) objectMap() (map[string]any, error) {
 	return in.asMap, in.mapErr
 }
 
+// MaxFact bounds one fact's value. Facts come from the object (a
+// termination message can be megabytes) and travel into every payload and
+// the ledger.
+const MaxFact = 1024
+
+// boundFacts cuts long values and makes every value valid UTF-8, so that
+// no object can blow up a payload, a Slack message or the ledger.
+func boundFacts(facts map[string]string) map[string]string {
+	for k, v := range facts {
+		if !utf8.ValidString(v) {
+			v = strings.ToValidUTF8(v, "\uFFFD")
+		}
+		facts[k] = truncate(v, MaxFact)
+	}
+	return facts
+}
+
 func (r *Rule) evaluate(in *input) ([]Finding, error) {
 	var found []Detection
 	if r.detector != nil {
@@ -342,7 +361,7 @@ func (r *Rule) evaluate(in *input) ([]Finding, error) {
 	for _, d := range found {
 		f := Finding{
 			Rule: r.name, Reason: d.Reason, Severity: r.severity,
-			Object: in.ref, Container: d.Container, Facts: d.Facts,
+			Object: in.ref, Container: d.Container, Facts: boundFacts(d.Facts),
 			Sinks: r.sinks, Sustaining: d.Sustaining, For: r.forDur,
 			Since: d.Since, RecheckAfter: d.RecheckAfter,
 			GroupByWorkload: r.groupBy, Repeat: r.repeat, RestartStep: r.restartStep,

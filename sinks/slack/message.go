@@ -185,8 +185,9 @@ func RenderDigest(ns []incident.Notification, cluster string) Message {
 	var section strings.Builder
 	shown := 0
 	for _, n := range ns {
-		line := fmt.Sprintf("%s %s%s\n", emoji(n), map[incident.Transition]string{incident.Resolved: "resolved: ", incident.Updated: "updated: "}[n.Transition], escape(n.Incident.Title))
-		if section.Len()+len(line) > maxSection-100 {
+		// One line must fit a section however long the title is.
+		line := truncate(fmt.Sprintf("%s %s%s", emoji(n), map[incident.Transition]string{incident.Resolved: "resolved: ", incident.Updated: "updated: "}[n.Transition], escape(n.Incident.Title)), maxSection-101) + "\n"
+		if section.Len() > 0 && section.Len()+len(line) > maxSection-100 {
 			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(section.String()), nil, nil))
 			section.Reset()
 			if len(blocks) >= maxBlocks-2 {
@@ -203,7 +204,7 @@ func RenderDigest(ns []incident.Notification, cluster string) Message {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("… and %d more", rest))))
 	}
 	return Message{
-		Text:     title,
+		Text:     truncate(title, maxSection),
 		Blocks:   blocks,
 		Metadata: slack.SlackMetadata{EventType: metadataType, EventPayload: map[string]any{"ids": ids, "transition": "digest"}},
 	}

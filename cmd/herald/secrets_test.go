@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+	"github.com/herald-k8s/herald/sinks/webhook"
+)
+
+// evidence collects everything herald said to the outside world.
+type evidence struct {
+	mu    sync.Mutex
+	parts map[string]*bytes.Buffer
+}
+
+func (e *evidence) add(where string, b []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.parts[where] == nil {
+		e.parts[where] = &bytes.Buffer{}
+	}
+	e.parts[where].Write(b)
+	e.parts[where].WriteByte('\n')
+}
+
+// TestSecretsNeverLeak gives herald a Slack token, a webhook signing
+// secret, a webhook URL holding a token, and a NATS nkey seed; shows each
+// is used (the Slack server sees the token, the receiver verifies the
+// signature, the URL's path is hit, the NATS server admits the nkey);
+// makes every sink fail once so that errors are logged at debug level;
+// and then finds none of the secrets in `herald validate`, a config
+// error, the logs, /metrics, /healthz, /readyz, any notification content
+// or the ledger.
+func TestSecretsNeverLeak(t *testing.T) {
+	dir := t.TempDir()
+	ev := &evidence{parts: map[string]*bytes.Buffer{}}
+	slackToken := "xoxb-1111-2222-SLACKSECRETTOKEN"
+	signingKey := []byte("webhook-signing-key-SECRET")
+	webhookSecret := "whsec_" + base64.StdEncoding.EncodeToString(signingKey)
+	urlToken := "URLTOKENSECRET9876"
+	user, _ := nkeys.CreateUser()
+	seed, _ := user.Seed()
+	pub, _ := user.PublicKey()
+	secrets := map[string]string{"slack token": slackToken, "webhook secret": webhookSecret,
+		"webhook signing key": string(signingKey), "webhook URL token": urlToken, "nkey seed": string(seed)}
+
+	// Slack: the first call fails, the rest succeed; the token must be
+	// the bearer of every call.
+	var slackCalls, slackAuthorised atomic.Int32
+	slackSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		ev.add("slack message", []byte(r.Form.Get("text")+r.Form.Get("blocks")))
+		if r.Header.Get("Authorization") == "Bearer "+slackToken {
+			slackAuthorised.Add(1)
+		}
+		if slackCalls.Add(1) == 1 {
+			http.Error(w, "upstream trouble", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, `{"ok":true,"channel":"C1","ts":"1700000000.000100"}`)
+	}))
+	defer slackSrv.Close()
+
+	// Webhook: 503 once, then checks the signature with the key.
+	var hookCalls, hookVerified atomic.Int32
+	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ev.add("webhook payload", body)
+		if r.URL.Path != "/hook/"+urlToken {
+			http.Error(w, "wrong path", http.StatusNotFound)
+			return
+		}
+		if hookCalls.Add(1) == 1 {
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+			return
+		}
+		if webhook.Verify(signingKey, r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"), body, time.Now(), time.Minute) == nil {
+			hookVerified.Add(1)
+		}
+	}))
+	defer hookSrv.Close()
+
+	// NATS: only the nkey user may connect.
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, Nkeys: []*server.NkeyUser{{Nkey: pub}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	opt, err := nats.NkeyOptionFromSeed(writeFile(t, dir, "seed", string(seed)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(ns.ClientURL(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	natsGot := make(chan []byte, 10)
+	nc.Subscribe("herald.>", func(m *nats.Msg) { ev.add("nats payload", m.Data); natsGot <- m.Data })
+	nc.Flush()
+
+	t.Setenv("HERALD_TEST_WEBHOOK_SECRET", webhookSecret)
+	cfg := fmt.Sprintf(`
+rules:
+  - {name: crash, kind: Pod, detector: crashloop, sinks: [chat, hook, bus]}
+sinks:
+  - name: chat
+    slack: {channel: "#alerts", apiURL: %q, token: {file: %s}}
+  - name: hook
+    webhook:
+      urlFrom: {file: %s}
+      secrets: [{env: HERALD_TEST_WEBHOOK_SECRET}]
+  - name: bus
+    nats: {url: %q, nkeySeed: {file: %s}}
+`, slackSrv.URL+"/api/", writeFile(t, dir, "token", slackToken), writeFile(t, dir, "url", hookSrv.URL+"/hook/"+urlToken),
+		ns.ClientURL(), writeFile(t, dir, "seed", string(seed)))
+	cfgPath := writeFile(t, dir, "herald.yaml", cfg)
+
+	var out, errOut bytes.Buffer
+	if code := runMain(context.Background(), []string{"validate", "--config", cfgPath}, &out, &errOut); code != 0 {
+		t.Fatalf("validate: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	ev.add("herald validate", append(out.Bytes(), errOut.Bytes()...))
+	out.Reset()
+	errOut.Reset()
+	broken := writeFile(t, dir, "broken.yaml", cfg+"workers: many\n")
+	runMain(context.Background(), []string{"validate", "--config", broken}, &out, &errOut)
+	ev.add("config error", append(out.Bytes(), errOut.Bytes()...))
+
+	env := testenv.New(t)
+	client, _ := env.Client()
+	h := startedHerald(t, env, cfg, "--log-level", "debug", "--log-format", "json")
+	defer h.stop()
+	ctx := context.Background()
+	if _, err := client.CoreV1().Pods("default").Create(ctx, newPod("leaky"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, client, "leaky", crashLooping, 4)
+	select {
+	case <-natsGot:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no NATS message: the nkey seed was not used")
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		return hookVerified.Load() >= 1 && slackCalls.Load() >= 2, nil
+	})
+	if err != nil {
+		t.Fatalf("not every sink recovered: slack calls %d, signed webhooks verified %d", slackCalls.Load(), hookVerified.Load())
+	}
+	if slackAuthorised.Load() != slackCalls.Load() {
+		t.Errorf("%d of %d Slack calls carried the token", slackAuthorised.Load(), slackCalls.Load())
+	}
+
+	addr := regexp.MustCompile(`"msg":"serving metrics and health","addr":"([^"]+)"`).FindStringSubmatch(h.logs.String())
+	if addr == nil {
+		t.Fatalf("no metrics address in the logs:\n%s", h.logs)
+	}
+	for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + addr[1] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ev.add(path, body)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		cms, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=herald-ledger"})
+		if err != nil || len(cms.Items) == 0 {
+			return false, nil
+		}
+		for _, cm := range cms.Items {
+			for _, v := range cm.Data {
+				ev.add("ledger", []byte(v))
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal("no ledger ConfigMap was written")
+	}
+	h.stop()
+	ev.add("logs", []byte(h.logs.String()))
+	if !strings.Contains(h.logs.String(), `"level":"DEBUG"`) || !strings.Contains(h.logs.String(), "503") {
+		t.Errorf("the logs have no debug lines or no sink failure; the search below would prove little")
+	}
+
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	for _, where := range []string{"herald validate", "config error", "logs", "/metrics", "/healthz", "/readyz", "slack message", "webhook payload", "nats payload", "ledger"} {
+		text := ev.parts[where].String()
+		if len(text) < 2 {
+			t.Errorf("nothing collected from %s", where)
+		}
+		for what, secret := range secrets {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s appears in %s", what, where)
+			}
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestInsecureTLSIsAWarning: certificate verification is on unless a sink
+// turns it off, and turning it off is logged as a warning naming the sink.
+func TestInsecureTLSIsAWarning(t *testing.T) {
+	for _, insecure := range []bool{false, true} {
+		cfg, _, err := loadConfig(writeFile(t, t.TempDir(), "herald.yaml", fmt.Sprintf(`
+rules:
+  - {name: crash, kind: Pod, detector: crashloop, sinks: [hook, bus]}
+sinks:
+  - {name: hook, webhook: {url: "https://127.0.0.1:1/", tls: {insecureSkipVerify: %v}}}
+  - {name: bus, nats: {url: "tls://127.0.0.1:1", tls: {insecureSkipVerify: %v}}}
+`, insecure, insecure)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		logger, _ := newLogger(&logs, "text", "info")
+		_, closeSinks, err := buildSinks(cfg, io.Discard, nil, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeSinks()
+		warnings := strings.Count(logs.String(), "level=WARN msg=\"TLS certificate verification is OFF for this sink")
+		if insecure && (warnings != 2 || !strings.Contains(logs.String(), "sink=hook") || !strings.Contains(logs.String(), "sink=bus")) {
+			t.Errorf("insecureSkipVerify gave %d warnings:\n%s", warnings, logs.String())
+		}
+		if !insecure && warnings != 0 {
+			t.Errorf("verification on, yet warned:\n%s", logs.String())
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package rules
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestHostileObjects: objects a cluster can hold but nobody plans for —
+// a 1 MiB annotation and termination message, bidi controls, NULs, BOMs,
+// emoji and invalid UTF-8 in names and messages, no status at all, a
+// custom resource nested 300 levels deep — evaluate without a panic, and
+// every title, text and fact stays bounded and valid UTF-8.
+func TestHostileObjects(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	odd := "\u202egnp.exe\u0000\ufeff😀\xff\xfe"
+	crashing := func(name, msg string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "u1", Annotations: map[string]string{"big": huge}},
+			Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: odd, Message: msg, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: odd, RestartCount: 9,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: msg}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					ExitCode: 137, Reason: "OOMKilled", Message: msg}},
+			}}},
+		}
+	}
+	pods := compile(t, `
+rules:
+  - {name: crash, kind: Pod, detector: crashloop, sinks: [s]}
+  - {name: oom, kind: Pod, detector: oomkilled, sinks: [s]}
+  - {name: failed, kind: Pod, detector: pod-failed, sinks: [s]}
+  - {name: ready, kind: Pod, detector: not-ready, sinks: [s]}
+  - name: cel
+    kind: Pod
+    condition: 'object.metadata.annotations["big"].size() > 1000'
+    message: {title: '{{ .Object.metadata.annotations.big }}', text: '{{ .Object.metadata.name }} {{ .Facts }}'}
+    sinks: [s]
+sinks: [{name: s, stdout: {}}]
+`)
+	objs := map[string]*corev1.Pod{
+		"huge message":  crashing("huge", huge),
+		"odd unicode":   crashing("pod-"+odd, odd+odd),
+		"invalid utf-8": crashing("bad\xff", "\xc3\x28\xa0\xa1"),
+		"no status":     {ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "shop", UID: "u2"}},
+	}
+	for name, pod := range objs {
+		t.Run(name, func(t *testing.T) {
+			found, errs := pods.Evaluate("Pod", pod, now, nil)
+			if name != "no status" && len(found) < 3 {
+				t.Errorf("%d findings (errors %v); the hostile pod is still a broken pod", len(found), errs)
+			}
+			for _, f := range found {
+				checkBounded(t, f)
+			}
+		})
+	}
+
+	// A custom resource nested 300 levels deep, read by CEL.
+	deep := map[string]any{"leaf": "x"}
+	for range 300 {
+		deep = map[string]any{"child": deep}
+	}
+	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": odd, "namespace": "shop", "uid": "u3"}, "spec": deep}}
+	widgets := compile(t, `
+rules:
+  - name: deep
+    kind: Widget
+    apiVersion: example.com/v1
+    condition: 'has(object.spec.child) && object.metadata.name != ""'
+    message: {text: '{{ .Object.spec }}'}
+    sinks: [s]
+sinks: [{name: s, stdout: {}}]
+`)
+	found, errs := widgets.Evaluate("Widget.v1.example.com", cr, now, nil)
+	if len(found) != 1 {
+		t.Fatalf("deep custom resource: %d findings, errors %v", len(found), errs)
+	}
+	checkBounded(t, found[0])
+}
+
+func checkBounded(t *testing.T, f Finding) {
+	t.Helper()
+	if n := utf8.RuneCountInString(f.Title); n > MaxTitle {
+		t.Errorf("%s: title of %d runes", f.Rule, n)
+	}
+	if n := utf8.RuneCountInString(f.Text); n > MaxText {
+		t.Errorf("%s: text of %d runes", f.Rule, n)
+	}
+	for k, v := range f.Facts {
+		if utf8.RuneCountInString(v) > MaxFact || !utf8.ValidString(v) {
+			t.Errorf("%s: fact %s is %d runes, valid UTF-8 %v", f.Rule, k, utf8.RuneCountInString(v), utf8.ValidString(v))
+		}
+	}
+	if _, err := json.Marshal(f); err != nil {
+		t.Errorf("%s: finding does not encode: %v", f.Rule, err)
+	}
+}
