@@ -7,6 +7,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -286,15 +287,31 @@ func Parse(file string, data []byte) (*Config, error) {
 	cfg := &Config{file: file, pos: positions{}, lines: strings.Split(string(data), "\n")}
 	var errs Errors
 	decodeDocument(file, data, cfg, cfg.pos, &errs)
-	if len(errs) > 0 {
-		return nil, errs.sorted()
+	if len(errs) > 0 && (errs[0].Line == 0 || strings.HasPrefix(errs[0].Msg, "YAML syntax error") || len(cfg.Rules)+len(cfg.Sinks) == 0) {
+		return nil, errs.sorted() // no document to check further
 	}
 	cfg.applyDefaults()
-	errs = cfg.validate()
+	// Type errors and semantic errors are reported together, so one run
+	// shows every problem; a semantic error about a field (or its
+	// parent or child) that already has a type error would only repeat it.
+	typeErrs := slices.Clone(errs)
+	for _, e := range cfg.validate() {
+		if !slices.ContainsFunc(typeErrs, func(d *Error) bool { return related(d.Path, e.Path) }) {
+			errs = append(errs, e)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errs.sorted()
 	}
 	return cfg, nil
+}
+
+// related reports whether one path is the other or inside it.
+func related(a, b string) bool {
+	inside := func(x, y string) bool {
+		return x == y || strings.HasPrefix(x, y+".") || strings.HasPrefix(x, y+"[")
+	}
+	return inside(a, b) || inside(b, a)
 }
 
 // ErrorAt makes an error located at the node at path (as the decoder

@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -179,7 +180,11 @@ func (c *Config) validate() Errors {
 		}
 		for j, name := range r.Sinks {
 			if !sinkNames[name] {
-				add(fmt.Sprintf("%s.sinks[%d]", p, j), "unknown sink %q; defined sinks: %s", name, strings.Join(slices.Sorted(maps.Keys(sinkNames)), ", "))
+				defined := strings.Join(slices.Sorted(maps.Keys(sinkNames)), ", ")
+				if defined == "" {
+					defined = "none (add a sinks: list)"
+				}
+				add(fmt.Sprintf("%s.sinks[%d]", p, j), "unknown sink %q; defined sinks: %s", name, defined)
 			}
 		}
 	}
@@ -203,6 +208,11 @@ func validateURL(p, raw string, add func(string, string, ...any)) {
 	}
 	if u.Host == "" {
 		add(p, "URL has no host")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			add(p, "URL port %s is not between 1 and 65535", port)
+		}
 	}
 }
 
