@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test vet testenv demo clean bench fuzz
+.PHONY: all build test vet testenv demo clean bench fuzz soak
 
 all: build
 
@@ -48,3 +48,9 @@ clean:
 BENCH_PODS ?= 1000,10000
 bench: testenv build
 	$(GO) run ./cmd/herald-bench -herald bin/herald -pods $(BENCH_PODS)
+
+# Steady churn at half of r_max, RSS and goroutines sampled every 10 s
+# (docs/reliability.md). make soak DURATION=1h
+DURATION ?= 10m
+soak: testenv build
+	$(GO) run ./cmd/herald-bench -herald bin/herald -soak $(DURATION) -out .cache/soak

@@ -26,10 +26,25 @@ func main() {
 	step := flag.Duration("step", 10*time.Second, "how long each rate is offered")
 	drain := flag.Duration("drain", 30*time.Second, "how long to wait for late events after a step")
 	dir := flag.String("out", ".cache/bench", "directory for bench.json, profiles and logs")
+	soak := flag.Duration("soak", 0, "instead of the benchmark, churn at half of r_max for this long and sample herald every 10 s (make soak)")
+	soakPods := flag.Int("soak-pods", 5000, "pods for -soak")
 	flag.Parse()
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *soak > 0 {
+		report, err := bench.Soak(ctx, bench.SoakOptions{Herald: *herald, Pods: *soakPods, Duration: *soak, Fraction: 0.5, Dir: *dir, Logf: logf})
+		if report != nil {
+			report.Table(os.Stdout)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "herald-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
-	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, Step: *step, Drain: *drain, Dir: *dir,
-		Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }}
+	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, Step: *step, Drain: *drain, Dir: *dir, Logf: logf}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 10 {
@@ -46,8 +61,6 @@ func main() {
 		}
 		opts.Rates = append(opts.Rates, r)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	start := time.Now()
 	report, err := bench.Run(ctx, opts)
 	if report != nil {

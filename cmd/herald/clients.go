@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -44,11 +45,18 @@ func newClients(cfg *rest.Config) (watcher.Clients, error) {
 	return watcher.Clients{Typed: typed, Dynamic: dyn, Mapper: mapper}, nil
 }
 
+// apiServerReady asks the API server's own /readyz (which checks etcd).
+func apiServerReady(client kubernetes.Interface) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	}
+}
+
 // serveOps serves /metrics, /healthz (the process is up and, if it leads,
 // has renewed its lease in time) and /readyz (the caches have synced);
 // with withPprof also Go's profiles under /debug/pprof/ (off by default:
 // a heap profile shows what is cached, which is not for every scraper).
-func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, lease *leaderelection.HealthzAdaptor, withPprof bool, logger *slog.Logger) (*http.Server, error) {
+func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, apiReady func(context.Context) error, lease *leaderelection.HealthzAdaptor, withPprof bool, logger *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if withPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -64,9 +72,17 @@ func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, lease *
 		}
 		rw.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, r *http.Request) {
 		if !w.Synced() {
 			http.Error(rw, "caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		// A cache keeps answering while the control plane is away; herald
+		// is not ready then, as it sees no change.
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := apiReady(ctx); err != nil {
+			http.Error(rw, "API server not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		rw.Write([]byte("ok\n"))

@@ -54,14 +54,15 @@ func (r *replica) leads() (string, bool) {
 	return m[1], true
 }
 
-// loadHarness is three herald processes against one control plane and
-// one receiver, and a steady load of crash transitions.
+// loadHarness is herald processes (three for failover) against one
+// control plane and one receiver, and a steady load of crash transitions.
 type loadHarness struct {
 	t        *testing.T
 	env      *testenv.Env
 	client   kubernetes.Interface
 	bin, dir string
 	kc, cfg  string
+	args     []string // herald run flags beyond config and kubeconfig
 	replicas []*replica
 
 	mu  sync.Mutex
@@ -73,10 +74,30 @@ type delivery struct {
 	p  sinks.Payload
 }
 
+// harnessOptions shape a loadHarness; the zero value is the failover
+// setup: three replicas, 5 s leases.
+type harnessOptions struct {
+	replicas int
+	env      testenv.Options
+	args     []string
+}
+
 func newLoadHarness(t *testing.T) *loadHarness {
-	env := testenv.New(t)
+	return newLoadHarnessWith(t, harnessOptions{replicas: 3})
+}
+
+func newLoadHarnessWith(t *testing.T, opts harnessOptions) *loadHarness {
+	opts.env.Logf, opts.env.Dir = t.Logf, t.TempDir()
+	env, err := testenv.Start(context.Background(), opts.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Stop)
 	client, _ := env.Client()
-	h := &loadHarness{t: t, env: env, client: client, bin: buildHerald(t), dir: t.TempDir()}
+	h := &loadHarness{t: t, env: env, client: client, bin: buildHerald(t), dir: t.TempDir(), args: opts.args}
+	if h.args == nil {
+		h.args = []string{"--lease-duration", "5s", "--renew-deadline", "3s", "--retry-period", "1s"}
+	}
 	h.kc = filepath.Join(h.dir, "kubeconfig")
 	env.WriteKubeconfig(h.kc)
 	recv := newReceiver(t)
@@ -95,18 +116,18 @@ rules:
 sinks:
   - {name: hook, webhook: {url: %s/herald}, queueSize: 5000}
 `, recv.URL)), 0o600)
-	for range 3 {
+	for range opts.replicas {
 		h.start()
 	}
 	return h
 }
 
 // start launches one more replica.
-func (h *loadHarness) start() *replica {
+func (h *loadHarness) start(extra ...string) *replica {
 	r := &replica{log: filepath.Join(h.dir, fmt.Sprintf("herald-%d.log", len(h.replicas)))}
 	logFile, _ := os.Create(r.log)
-	r.cmd = exec.Command(h.bin, "run", "--config", h.cfg, "--kubeconfig", h.kc, "--metrics-addr", "127.0.0.1:0",
-		"--lease-duration", "5s", "--renew-deadline", "3s", "--retry-period", "1s")
+	args := append([]string{"run", "--config", h.cfg, "--kubeconfig", h.kc, "--metrics-addr", "127.0.0.1:0"}, h.args...)
+	r.cmd = exec.Command(h.bin, append(args, extra...)...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
@@ -152,7 +173,14 @@ func (h *loadHarness) leader(live []*replica) *replica {
 // apart (longer than a takeover), started evenly over the first 12 s:
 // 1,000 transitions. disrupt runs meanwhile.
 func (h *loadHarness) load(disrupt func()) map[string]bool {
-	const pods, steps, period = 200, 5, 12 * time.Second
+	return h.loadShaped(200, 5, 12*time.Second, disrupt)
+}
+
+// loadShaped is load with pods pods, steps transitions each (crash on
+// even steps), period apart. A status write the API server cannot take
+// (it is down) is retried until it can: the crash happens when it is
+// written.
+func (h *loadHarness) loadShaped(pods, steps int, period time.Duration, disrupt func()) map[string]bool {
 	ctx := context.Background()
 	for i := range pods {
 		if _, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(fmt.Sprintf("load-%03d", i)), metav1.CreateOptions{}); err != nil {
@@ -163,14 +191,17 @@ func (h *loadHarness) load(disrupt func()) map[string]bool {
 	errs := make(chan error, pods)
 	for i := range pods {
 		load.Go(func() {
-			time.Sleep(time.Duration(i) * period / pods) // the schedule of the load, not a wait for a condition
+			time.Sleep(time.Duration(i) * period / time.Duration(pods)) // the schedule of the load, not a wait for a condition
 			for step := range steps {
 				state := ready
 				if step%2 == 0 {
 					state = crashLooping
 				}
-				if err := writePodStatus(h.client, fmt.Sprintf("load-%03d", i), state, int32(step+1)); err != nil {
-					errs <- err
+				err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+					return writePodStatus(h.client, fmt.Sprintf("load-%03d", i), state, int32(step+1)) == nil, nil
+				})
+				if err != nil {
+					errs <- fmt.Errorf("pod load-%03d step %d never written: %w", i, step, err)
 					return
 				}
 				time.Sleep(period)
@@ -185,9 +216,11 @@ func (h *loadHarness) load(disrupt func()) map[string]bool {
 	}
 	want := map[string]bool{}
 	for i := range pods {
-		for occ := 1; occ <= 3; occ++ {
-			want[fmt.Sprintf("load-%03d/%d/firing", i, occ)] = true
-			if occ < 3 {
+		for step := range steps {
+			occ := step/2 + 1
+			if step%2 == 0 {
+				want[fmt.Sprintf("load-%03d/%d/firing", i, occ)] = true
+			} else {
 				want[fmt.Sprintf("load-%03d/%d/resolved", i, occ)] = true
 			}
 		}

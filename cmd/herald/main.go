@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -23,10 +24,22 @@ Usage:
   herald version
 `
 
+// exitStartOver is what `herald run` returns when it lost the leader
+// lease: main then executes herald afresh in the same process, so the new
+// term starts from the ledger with nothing of the old one in memory.
+const exitStartOver = 75
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	code := cli{stdout: os.Stdout, stderr: os.Stderr, routeKlog: true}.run(ctx, os.Args[1:])
+	stopped := ctx.Err() != nil // a SIGTERM means stop, not start over
 	stop()
+	if code == exitStartOver && !stopped {
+		time.Sleep(time.Second) // let the control plane breathe between terms
+		err := syscall.Exec("/proc/self/exe", os.Args, os.Environ())
+		fmt.Fprintln(os.Stderr, "herald: cannot start over:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

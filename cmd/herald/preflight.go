@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	authv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -24,7 +28,7 @@ type access struct {
 // may do what it is about to do, and reports every missing permission at
 // once. Without it a missing RBAC rule shows only as an informer retrying
 // forever in the log.
-func preflight(ctx context.Context, client kubernetes.Interface, kinds []string, namespace string, leaderElect, persist bool) error {
+func preflight(ctx context.Context, client kubernetes.Interface, kinds []string, namespace string, leaderElect, persist bool, logger *slog.Logger) error {
 	var needs []access
 	for _, kind := range kinds {
 		gvr, ok := watcher.Resource(kind)
@@ -52,7 +56,9 @@ func preflight(ctx context.Context, client kubernetes.Interface, kinds []string,
 		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authv1.ResourceAttributes{Verb: n.verb, Group: n.gvr.Group, Resource: n.gvr.Resource, Namespace: n.namespace},
 		}}
-		res, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		res, err := askUntilReachable(ctx, func() (*authv1.SelfSubjectAccessReview, error) {
+			return client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		}, logger)
 		if err != nil {
 			return fmt.Errorf("checking permissions: %w", err)
 		}
@@ -72,4 +78,26 @@ func preflight(ctx context.Context, client kubernetes.Interface, kinds []string,
 		return fmt.Errorf("herald's identity lacks permissions it needs: %s. Grant them (the Helm chart's ClusterRole lists the kinds your rules watch; the Role covers leases and configmaps in herald's namespace)", strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// askUntilReachable retries ask while the API server cannot be reached
+// (down for an upgrade, etcd away): herald waits for the control plane
+// rather than exit into a crash loop. An answer from the API server,
+// even an error status, is returned at once.
+func askUntilReachable[T any](ctx context.Context, ask func() (T, error), logger *slog.Logger) (T, error) {
+	delay := time.Second
+	for {
+		res, err := ask()
+		var status apierrors.APIStatus
+		if err == nil || errors.As(err, &status) && status.Status().Code < 500 || ctx.Err() != nil {
+			return res, err
+		}
+		logger.Warn("the API server cannot be reached yet; retrying", "in", delay, "error", err)
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
 }

@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
@@ -91,7 +93,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	if ruleSet.NeedsNamespaces() || hasSlack(cfg) {
 		kinds = append(kinds, "Namespace")
 	}
-	if err := preflight(ctx, clients.Typed, kinds, *namespace, *leaderElect, !*noPersist); err != nil {
+	if err := preflight(ctx, clients.Typed, kinds, *namespace, *leaderElect, !*noPersist, logger); err != nil {
 		logger.Error("cannot start", "error", err)
 		return 1
 	}
@@ -132,7 +134,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}
 	healthz := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if *metricsAddr != "" {
-		srv, err := serveOps(*metricsAddr, reg, w, healthz, *withPprof, logger)
+		srv, err := serveOps(*metricsAddr, reg, w, apiServerReady(clients.Typed), healthz, *withPprof, logger)
 		if err != nil {
 			logger.Error("starting the metrics server", "addr", *metricsAddr, "error", err)
 			return 1
@@ -143,6 +145,14 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	// Every replica keeps warm caches; only the leader reconciles.
 	w.Start(ctx)
 	defer w.Shutdown()
+	go func() {
+		// The initial lists decode every object whole before the
+		// transform trims it; hand that transient peak back to the OS
+		// once, rather than keep it as RSS for the life of the process.
+		if wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) { return w.Synced(), nil }) == nil {
+			debug.FreeOSMemory()
+		}
+	}()
 	if *reloadInterval > 0 {
 		r := newReloader(*configPath, *reloadInterval, cfg, ctrl, logger, reg)
 		r.replaceSinks = func(next *config.Config) error {
@@ -174,8 +184,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		if errors.Is(err, leader.ErrLost) {
 			// Another replica may lead already: stop at once rather than
 			// notify beside it. What was not delivered is in the ledger.
-			logger.Error("lost the leader lease; exiting so that only one replica notifies")
-			return 1
+			// The process starts over (main re-executes it), so nothing of
+			// this term survives and the pod is not restarted for it.
+			logger.Error("lost the leader lease; starting over so that only one replica notifies")
+			return exitStartOver
 		}
 		if err != nil {
 			logger.Error("leader election failed", "error", err)

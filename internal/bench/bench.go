@@ -58,14 +58,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	cpDir := filepath.Join(opts.Dir, "controlplane")
-	if err := os.RemoveAll(cpDir); err != nil { // a previous run's cluster
-		return nil, err
-	}
-	if err := os.MkdirAll(cpDir, 0o755); err != nil {
-		return nil, err
-	}
-	env, err := testenv.Start(ctx, testenv.Options{Logf: opts.Logf, Dir: cpDir})
+	env, err := startControlPlane(ctx, opts.Dir, opts.Logf)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +80,18 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	r.report.finish()
 	return r.report, r.report.write(filepath.Join(opts.Dir, "bench.json"))
+}
+
+// startControlPlane starts a fresh etcd and kube-apiserver under dir.
+func startControlPlane(ctx context.Context, dir string, logf func(string, ...any)) (*testenv.Env, error) {
+	cpDir := filepath.Join(dir, "controlplane")
+	if err := os.RemoveAll(cpDir); err != nil { // a previous run's cluster
+		return nil, err
+	}
+	if err := os.MkdirAll(cpDir, 0o755); err != nil {
+		return nil, err
+	}
+	return testenv.Start(ctx, testenv.Options{Logf: logf, Dir: cpDir})
 }
 
 type run struct {

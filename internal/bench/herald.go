@@ -130,33 +130,41 @@ func (h *heraldProc) memory(profile string) (Memory, error) {
 			return Memory{}, err
 		}
 	}
-	var m Memory
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
+	status, err := h.status()
 	if err != nil {
-		return m, err
+		return Memory{}, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, _ := strings.Cut(sc.Text(), ":")
-		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		switch name {
-		case "VmRSS":
-			m.RSS = kb << 10
-		case "RssAnon":
-			m.RSSAnon = kb << 10
-		case "RssFile":
-			m.RSSFile = kb << 10
-		case "VmHWM":
-			m.PeakRSS = kb << 10
-		}
-	}
+	m := Memory{RSS: status["VmRSS"], RSSAnon: status["RssAnon"], RSSFile: status["RssFile"], PeakRSS: status["VmHWM"]}
 	metrics, err := h.get("/metrics")
 	if err != nil {
 		return m, err
 	}
 	m.Heap = int64(metricValue(string(metrics), "go_memstats_heap_alloc_bytes"))
 	return m, nil
+}
+
+// status reads the memory lines of /proc/<pid>/status, in bytes.
+func (h *heraldProc) status() (map[string]int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]int64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, rest, _ := strings.Cut(sc.Text(), ":")
+		if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64); err == nil {
+			out[name] = kb << 10
+		}
+	}
+	return out, sc.Err()
+}
+
+// rss is herald's resident set size now (0 if it cannot be read).
+func (h *heraldProc) rss() int64 {
+	s, _ := h.status()
+	return s["VmRSS"]
 }
 
 // metricValue reads one unlabelled sample from a Prometheus text page.

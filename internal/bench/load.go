@@ -171,21 +171,26 @@ func maxRate(ctx context.Context, client kubernetes.Interface, p *pods, workers 
 // observer records when each expected patch key is seen (a watch event
 // or a notification), and what was seen twice or never planned.
 type observer struct {
-	start time.Time
-	due   map[patchKey]time.Duration
-
 	mu         sync.Mutex
+	due        map[patchKey]time.Time
 	latency    map[patchKey]time.Duration
 	duplicated int
 	unexpected int
 }
 
 func newObserver(ops []op, start time.Time) *observer {
-	o := &observer{start: start, due: make(map[patchKey]time.Duration, len(ops)), latency: make(map[patchKey]time.Duration, len(ops))}
-	for _, op := range ops {
-		o.due[op.patchKey] = op.due
-	}
+	o := &observer{due: make(map[patchKey]time.Time, len(ops)), latency: make(map[patchKey]time.Duration, len(ops))}
+	o.expect(ops, start)
 	return o
+}
+
+// expect adds a plan started at start to what the observer waits for.
+func (o *observer) expect(ops []op, start time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, op := range ops {
+		o.due[op.patchKey] = start.Add(op.due)
+	}
 }
 
 // see records k arriving at now.
@@ -199,7 +204,7 @@ func (o *observer) see(k patchKey, now time.Time) {
 	case o.latency[k] != 0:
 		o.duplicated++
 	default:
-		o.latency[k] = max(now.Sub(o.start.Add(due)), time.Nanosecond)
+		o.latency[k] = max(now.Sub(due), time.Nanosecond)
 	}
 }
 

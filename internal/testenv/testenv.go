@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +35,13 @@ type Options struct {
 	// Dir holds data, certificates and logs; a new temporary directory
 	// (removed by Stop) when empty.
 	Dir string
+	// APIServerArgs are extra kube-apiserver flags (e.g.
+	// --watch-cache=false, so that a compacted etcd answers an old watch
+	// with 410 Gone).
+	APIServerArgs []string
+	// Audit writes the API server's audit log (every request, metadata
+	// level) to Dir/audit.log, for tests that count requests.
+	Audit bool
 }
 
 // Env is a running control plane.
@@ -46,6 +55,9 @@ type Env struct {
 
 	etcd, apiserver *process
 	ownDir          bool
+	bins            Binaries
+	etcdArgs        []string
+	apiserverArgs   []string
 }
 
 // Start builds the binaries if needed, then starts etcd and kube-apiserver
@@ -80,21 +92,19 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 	env.EtcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	env.etcd, err = startProcess(bins.Etcd, filepath.Join(env.Dir, "etcd.log"),
-		"--data-dir="+filepath.Join(env.Dir, "etcd"),
-		"--listen-client-urls="+env.EtcdURL,
-		"--advertise-client-urls="+env.EtcdURL,
-		"--listen-peer-urls=http://127.0.0.1:"+strconv.Itoa(ports[1]),
-		"--initial-advertise-peer-urls=http://127.0.0.1:"+strconv.Itoa(ports[1]),
-		"--initial-cluster=default=http://127.0.0.1:"+strconv.Itoa(ports[1]),
+	env.bins = bins
+	env.etcdArgs = []string{
+		"--data-dir=" + filepath.Join(env.Dir, "etcd"),
+		"--listen-client-urls=" + env.EtcdURL,
+		"--advertise-client-urls=" + env.EtcdURL,
+		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--initial-cluster=default=http://127.0.0.1:" + strconv.Itoa(ports[1]),
 		"--unsafe-no-fsync",
 		"--log-level=warn",
-	)
-	if err != nil {
-		return env, err
 	}
-	if err := waitFor(ctx, env.etcd, 30*time.Second, func() bool { return httpOK(http.DefaultClient, env.EtcdURL+"/health") }); err != nil {
-		return env, fmt.Errorf("etcd did not become healthy: %w", err)
+	if err := env.StartEtcd(ctx); err != nil {
+		return env, err
 	}
 
 	certDir := filepath.Join(env.Dir, "pki")
@@ -108,45 +118,120 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 	port := strconv.Itoa(ports[2])
-	env.apiserver, err = startProcess(bins.KubeAPIServer, filepath.Join(env.Dir, "apiserver.log"),
-		"--etcd-servers="+env.EtcdURL,
+	env.apiserverArgs = []string{
+		"--etcd-servers=" + env.EtcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+port,
-		"--cert-dir="+certDir,
-		"--token-auth-file="+tokens,
+		"--secure-port=" + port,
+		"--cert-dir=" + certDir,
+		"--token-auth-file=" + tokens,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+saKey,
-		"--service-account-signing-key-file="+saKey,
+		"--service-account-key-file=" + saKey,
+		"--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		// Without a controller-manager nobody creates the default
 		// ServiceAccount that this admission plugin insists on.
 		"--disable-admission-plugins=ServiceAccount",
-	)
-	if err != nil {
-		return env, err
 	}
+	if opts.Audit {
+		policy := filepath.Join(env.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n"), 0o600); err != nil {
+			return env, err
+		}
+		env.apiserverArgs = append(env.apiserverArgs, "--audit-policy-file="+policy, "--audit-log-path="+env.AuditLog(),
+			"--audit-log-mode=blocking", "--audit-log-format=json")
+	}
+	env.apiserverArgs = append(env.apiserverArgs, opts.APIServerArgs...)
 	env.Config = &rest.Config{
 		Host:        "https://127.0.0.1:" + port,
 		BearerToken: adminToken,
 		QPS:         1000,
 		Burst:       2000,
 	}
-	err = waitFor(ctx, env.apiserver, 60*time.Second, func() bool {
+	if err := env.StartAPIServer(ctx); err != nil {
+		return env, err
+	}
+	logf("testenv: kube-apiserver %s ready at %s (dir %s)", KubeVersion, env.Config.Host, env.Dir)
+	return env, nil
+}
+
+// AuditLog is where the API server writes its audit log (Options.Audit).
+func (e *Env) AuditLog() string { return filepath.Join(e.Dir, "audit.log") }
+
+// StartEtcd starts etcd on its port and data (again, after StopEtcd) and
+// waits until it is healthy.
+func (e *Env) StartEtcd(ctx context.Context) error {
+	var err error
+	if e.etcd, err = startProcess(e.bins.Etcd, filepath.Join(e.Dir, "etcd.log"), e.etcdArgs...); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, e.etcd, 30*time.Second, func() bool { return httpOK(http.DefaultClient, e.EtcdURL+"/health") }); err != nil {
+		return fmt.Errorf("etcd did not become healthy: %w", err)
+	}
+	return nil
+}
+
+// StopEtcd stops etcd; the API server stays up and fails its requests.
+func (e *Env) StopEtcd() { e.etcd.stop() }
+
+// StartAPIServer starts kube-apiserver on its port with its certificates
+// (again, after StopAPIServer) and waits until /readyz answers.
+func (e *Env) StartAPIServer(ctx context.Context) error {
+	var err error
+	if e.apiserver, err = startProcess(e.bins.KubeAPIServer, filepath.Join(e.Dir, "apiserver.log"), e.apiserverArgs...); err != nil {
+		return err
+	}
+	certDir := filepath.Join(e.Dir, "pki")
+	err = waitFor(ctx, e.apiserver, 60*time.Second, func() bool {
 		ca, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
 		if err != nil {
 			return false
 		}
-		env.Config.CAData = ca
-		client, err := rest.HTTPClientFor(env.Config)
-		return err == nil && httpOK(client, env.Config.Host+"/readyz")
+		e.Config.CAData = ca
+		client, err := rest.HTTPClientFor(e.Config)
+		return err == nil && httpOK(client, e.Config.Host+"/readyz")
 	})
 	if err != nil {
-		return env, fmt.Errorf("kube-apiserver did not become ready: %w", err)
+		return fmt.Errorf("kube-apiserver did not become ready: %w", err)
 	}
-	logf("testenv: kube-apiserver %s ready at %s (dir %s)", KubeVersion, env.Config.Host, env.Dir)
-	return env, nil
+	return nil
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM, as a rolling upgrade of
+// the control plane would); etcd keeps its data.
+func (e *Env) StopAPIServer() { e.apiserver.stop() }
+
+// CompactEtcd compacts etcd's history up to its current revision, through
+// etcd's JSON gateway: watches from an older resourceVersion then fail
+// with 410 Gone (when the API server's watch cache is off).
+func (e *Env) CompactEtcd() error {
+	post := func(path, body string) (map[string]any, error) {
+		resp, err := http.Post(e.EtcdURL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("etcd %s: %s: %v", path, resp.Status, out)
+		}
+		return out, nil
+	}
+	out, err := post("/v3/kv/range", `{"key":"AA=="}`) // any key: the header has the revision
+	if err != nil {
+		return err
+	}
+	header, _ := out["header"].(map[string]any)
+	rev, _ := header["revision"].(string)
+	if rev == "" {
+		return fmt.Errorf("no revision in etcd's answer %v", out)
+	}
+	_, err = post("/v3/kv/compaction", `{"revision":"`+rev+`","physical":true}`)
+	return err
 }
 
 // Client returns an admin clientset.

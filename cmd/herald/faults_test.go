@@ -1,0 +1,469 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+// inFlightWindow is how long a notification can be delivered without the
+// ledger knowing yet: one ledger flush (incident.FlushInterval, 1 s) plus
+// the write itself. A herald killed in that window sends it again after
+// its restart, with the same idempotency key (docs/incidents.md).
+const inFlightWindow = 3 * time.Second
+
+// TestSIGKILLAtRandomPoints kills herald with SIGKILL at five random
+// moments of a run of 600 crashes (1,000 transitions) and starts it again
+// at once, as the kubelet would: every transition is notified, and a
+// notification is repeated only if its first delivery fell in the
+// in-flight window before a kill, with the same idempotency key.
+func TestSIGKILLAtRandomPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute and a half of load with kills")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (kill times)", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	h := newLoadHarnessWith(t, harnessOptions{replicas: 1})
+	current := h.replicas[0]
+	h.leader([]*replica{current})
+	// Kill times over the 75 s of load, at least 12 s apart so that each
+	// restart has taken over (5 s lease) before the next kill.
+	var at []time.Duration
+	for len(at) < 5 {
+		d := time.Duration(5+rng.IntN(65)) * time.Second
+		if !slices.ContainsFunc(at, func(o time.Duration) bool { return (d - o).Abs() < 12*time.Second }) {
+			at = append(at, d)
+		}
+	}
+	slices.Sort(at)
+	var kills []time.Time
+	start := time.Now()
+	want := h.loadShaped(200, 5, 15*time.Second, func() {
+		for _, d := range at {
+			time.Sleep(time.Until(start.Add(d))) // the kill schedule, not a wait for a condition
+			current.cmd.Process.Signal(syscall.SIGKILL)
+			<-current.done
+			kills = append(kills, time.Now())
+			current = h.start()
+		}
+	})
+	deliveries, dups := h.check(want)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := map[string]time.Time{}
+	for _, d := range h.got {
+		k := deliveryKey(d.p)
+		f, seen := first[k]
+		if !seen {
+			first[k] = d.at
+			continue
+		}
+		if !slices.ContainsFunc(kills, func(k time.Time) bool { return !f.After(k) && k.Sub(f) <= inFlightWindow }) {
+			t.Errorf("%s repeated, but its first delivery (%s) was not within %s before a kill (%v)", k, f.Format(time.StampMilli), inFlightWindow, kills)
+		}
+	}
+	t.Logf("%d transitions, 5 SIGKILLs at %v: %d deliveries, %d repeated within the in-flight window", len(want), at, deliveries, dups)
+}
+
+// TestAPIServerRestartUnderLoad stops kube-apiserver for 10 s in the
+// middle of 500 crash transitions (crashes keep being written as soon as
+// it is back): the watch resumes or relists, every transition is notified,
+// and none twice.
+func TestAPIServerRestartUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of load across an API server restart")
+	}
+	// Lease settings longer than the outage: herald keeps leading. (With
+	// shorter ones it loses the lease and starts over from the ledger;
+	// TestEtcdOutage covers that.)
+	h := newLoadHarnessWith(t, harnessOptions{replicas: 1, args: []string{"--lease-duration", "60s", "--renew-deadline", "45s", "--retry-period", "2s"}})
+	h.leader(h.replicas)
+	var down time.Duration
+	want := h.loadShaped(100, 5, 12*time.Second, func() {
+		time.Sleep(20 * time.Second) // in the middle of the load
+		stopped := time.Now()
+		h.env.StopAPIServer()
+		time.Sleep(10 * time.Second) // the outage
+		if err := h.env.StartAPIServer(context.Background()); err != nil {
+			t.Error(err)
+		}
+		down = time.Since(stopped)
+	})
+	deliveries, dups := h.check(want)
+	if dups != 0 {
+		t.Errorf("%d transitions notified twice across an API server restart", dups)
+	}
+	if strings.Contains(h.replicas[0].logs(), "starting over") {
+		t.Errorf("herald lost its lease during the restart:\n%s", h.replicas[0].logs())
+	}
+	t.Logf("%d transitions, API server down %s: %d deliveries, %d duplicates", len(want), down.Round(100*time.Millisecond), deliveries, dups)
+}
+
+// readyz asks a herald process's /readyz.
+func readyz(r *replica) int {
+	m := regexp.MustCompile(`"msg":"serving metrics and health","addr":"([^"]+)"`).FindStringSubmatch(r.logs())
+	if m == nil {
+		return 0
+	}
+	resp, err := http.Get("http://" + m[1] + "/readyz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestEtcdOutage stops etcd for 30 s under a herald with the default
+// lease settings: the process stays up (same PID), says it is not ready
+// while etcd is away, and recovers by itself: crashes before and after
+// are all notified, none twice.
+func TestEtcdOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 30 s etcd outage")
+	}
+	h := newLoadHarnessWith(t, harnessOptions{replicas: 1, args: []string{}})
+	r := h.replicas[0]
+	h.leader(h.replicas)
+	ctx := context.Background()
+	crash := func(names ...string) {
+		for _, name := range names {
+			if _, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(name), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			setStatus(t, h.client, name, crashLooping, 2)
+		}
+	}
+	names := func(prefix string) []string {
+		var out []string
+		for i := range 10 {
+			out = append(out, fmt.Sprintf("%s-%d", prefix, i))
+		}
+		return out
+	}
+	crash(names("before")...)
+	want := map[string]bool{}
+	for _, n := range names("before") {
+		want[n+"/1/firing"] = true
+	}
+	h.check(want)
+	ledgerSettled(t, h.client) // what was delivered is on record before etcd goes
+
+	h.env.StopEtcd()
+	stopped := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return readyz(r) == http.StatusServiceUnavailable, nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz still %d with etcd down", readyz(r))
+	}
+	notReadyAfter := time.Since(stopped)
+	time.Sleep(time.Until(stopped.Add(30 * time.Second))) // the outage
+	select {
+	case <-r.done:
+		t.Fatalf("herald exited during the etcd outage: %v\n%s", r.exitErr, r.logs())
+	default:
+	}
+	if err := h.env.StartEtcd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return readyz(r) == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("herald not ready 2 min after etcd came back:\n%s", r.logs())
+	}
+	recovered := time.Since(back)
+	crash(names("after")...)
+	for _, n := range names("after") {
+		want[n+"/1/firing"] = true
+	}
+	_, dups := h.check(want)
+	if dups != 0 {
+		t.Errorf("%d notifications repeated across the etcd outage", dups)
+	}
+	t.Logf("not ready %s after etcd stopped; ready again %s after it came back; PID %d throughout; started over: %v",
+		notReadyAfter.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond), r.cmd.Process.Pid, strings.Contains(r.logs(), "starting over"))
+}
+
+// cutProxy forwards TCP connections to an upstream address until cut,
+// which closes every connection and refuses new ones until restore.
+type cutProxy struct {
+	t        *testing.T
+	addr, to string
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    []net.Conn
+}
+
+func newCutProxy(t *testing.T, to string) *cutProxy {
+	p := &cutProxy{t: t, to: to}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *cutProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.to)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { copyAndClose(up, c) }()
+			go func() { copyAndClose(c, up) }()
+		}
+	}()
+}
+
+func copyAndClose(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *cutProxy) restore() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.serve(ln)
+}
+
+// ledgerSettled waits until the ledger records no pending delivery.
+func ledgerSettled(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		cms, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=herald-ledger"})
+		if err != nil || len(cms.Items) == 0 {
+			return false, nil
+		}
+		for _, cm := range cms.Items {
+			for _, v := range cm.Data {
+				if strings.Contains(v, `"pending"`) {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal("the ledger still records pending deliveries")
+	}
+}
+
+// TestExpiredWatchListsAgain cuts herald off from the API server, makes
+// changes, and compacts etcd's history past herald's last resourceVersion
+// (the API server's watch cache is off, so the watch reaches etcd): when
+// the connection returns, the watch cannot resume (410 Gone), herald lists
+// again, and notifies exactly the changes it missed, once.
+func TestExpiredWatchListsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("etcd compaction under a cut connection")
+	}
+	h := newLoadHarnessWith(t, harnessOptions{replicas: 0, env: testenv.Options{APIServerArgs: []string{"--watch-cache=false"}},
+		args: []string{"--lease-duration", "60s", "--renew-deadline", "45s", "--retry-period", "2s"}})
+	ctx := context.Background()
+	for i := range 60 {
+		if _, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(fmt.Sprintf("w-%02d", i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		setStatus(t, h.client, fmt.Sprintf("w-%02d", i), ready, 0)
+	}
+	// herald reaches the API server only through the proxy.
+	proxy := newCutProxy(t, strings.TrimPrefix(h.env.Config.Host, "https://"))
+	viaProxy := *h.env
+	viaProxy.Config = rest.CopyConfig(h.env.Config)
+	viaProxy.Config.Host = "https://" + proxy.addr
+	viaProxy.WriteKubeconfig(h.kc)
+	r := h.start()
+	h.leader(h.replicas)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(r.logs(), `"msg":"starting workers"`), nil
+	})
+	if err != nil {
+		t.Fatal("herald did not start its workers")
+	}
+
+	proxy.cut()
+	want := map[string]bool{}
+	for i := range 60 {
+		name := fmt.Sprintf("w-%02d", i)
+		switch {
+		case i < 30: // crash: herald must notify these
+			setStatus(t, h.client, name, crashLooping, 3)
+			want[name+"/1/firing"] = true
+		case i < 45: // a change that is no problem
+			setStatus(t, h.client, name, ready, 1)
+		}
+	}
+	if err := h.env.CompactEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	proxy.restore()
+	deliveries, dups := h.check(want)
+	if dups != 0 || deliveries != 30 {
+		t.Errorf("%d deliveries with %d duplicates, want exactly the 30 missed crashes", deliveries, dups)
+	}
+	if !regexp.MustCompile(`too old resource version|Gone|Expired`).MatchString(r.logs()) {
+		t.Errorf("no sign in the logs that the watch expired; the test did not exercise a relist:\n%s", r.logs())
+	}
+	t.Logf("30 crashes and 15 other changes while cut off, etcd compacted: %d deliveries, %d duplicates", deliveries, dups)
+}
+
+// TestNoPerEventAPICalls: with 10,000 pods cached and a storm of 2,000
+// crashes, herald reads everything from its cache. The API server's audit
+// log counts every request herald (user agent herald/...) makes during
+// the storm: leases and ledger ConfigMaps only, never a pod.
+func TestNoPerEventAPICalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 pods")
+	}
+	h := newLoadHarnessWith(t, harnessOptions{replicas: 0, env: testenv.Options{Audit: true}})
+	ctx := context.Background()
+	const pods, storm = 10000, 2000
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for w := range 32 {
+		wg.Go(func() {
+			for i := w; i < pods; i += 32 {
+				if _, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(fmt.Sprintf("load-%05d", i)), metav1.CreateOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r := h.start()
+	h.leader(h.replicas)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return strings.Contains(r.logs(), `"msg":"starting workers"`), nil
+	})
+	if err != nil {
+		t.Fatal("herald did not start its workers")
+	}
+	stormStart := time.Now()
+	want := map[string]bool{}
+	var sw sync.WaitGroup
+	for w := range 32 {
+		sw.Go(func() {
+			for i := w; i < storm; i += 32 {
+				if err := writePodStatus(h.client, fmt.Sprintf("load-%05d", i), crashLooping, 3); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	sw.Wait()
+	for i := range storm {
+		want[fmt.Sprintf("load-%05d/1/firing", i)] = true
+	}
+	h.check(want)
+	stormEnd := time.Now()
+
+	requests := auditByAgent(t, h.env.AuditLog(), "herald/", stormStart, stormEnd)
+	total := 0
+	for what, n := range requests {
+		total += n
+		if !strings.Contains(what, " leases") && !strings.Contains(what, " configmaps") {
+			t.Errorf("herald made %d %s requests during the storm", n, what)
+		}
+	}
+	t.Logf("%d pods cached, %d crashes notified in %s; herald's API requests meanwhile: %d %v",
+		pods, storm, stormEnd.Sub(stormStart).Round(100*time.Millisecond), total, requests)
+}
+
+// auditByAgent counts the audit log's requests from a user agent between
+// two times, by "verb resource".
+func auditByAgent(t *testing.T, path, agent string, from, to time.Time) map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(data), "\n") {
+		var ev struct {
+			Verb      string `json:"verb"`
+			UserAgent string `json:"userAgent"`
+			ObjectRef struct {
+				Resource string `json:"resource"`
+			} `json:"objectRef"`
+			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil || !strings.HasPrefix(ev.UserAgent, agent) {
+			continue
+		}
+		if ev.RequestReceivedTimestamp.Before(from) || ev.RequestReceivedTimestamp.After(to) {
+			continue
+		}
+		out[ev.Verb+" "+ev.ObjectRef.Resource]++
+	}
+	return out
+}
