@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -259,7 +260,18 @@ func (h *loadHarness) check(want map[string]bool) (deliveries, dups int) {
 		return missing() == 0, nil
 	})
 	if err != nil {
-		h.t.Fatalf("%d of %d transitions never delivered", missing(), len(want))
+		var missed []string
+		s := seen()
+		for k := range want {
+			if !s[k] && len(missed) < 10 {
+				missed = append(missed, k)
+			}
+		}
+		for i, r := range h.replicas {
+			lines := strings.Split(strings.TrimSpace(r.logs()), "\n")
+			h.t.Logf("replica %d, last log lines:\n%s", i, strings.Join(lines[max(0, len(lines)-4000):], "\n"))
+		}
+		h.t.Fatalf("%d of %d transitions never delivered, e.g. %v", missing(), len(want), missed)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -120,11 +120,12 @@ func TestAPIServerRestartUnderLoad(t *testing.T) {
 
 // readyz asks a herald process's /readyz.
 func readyz(r *replica) int {
-	m := regexp.MustCompile(`"msg":"serving metrics and health","addr":"([^"]+)"`).FindStringSubmatch(r.logs())
-	if m == nil {
+	// The last address: a herald that started over serves on a new port.
+	all := regexp.MustCompile(`"msg":"serving metrics and health","addr":"([^"]+)"`).FindAllStringSubmatch(r.logs(), -1)
+	if all == nil {
 		return 0
 	}
-	resp, err := http.Get("http://" + m[1] + "/readyz")
+	resp, err := http.Get("http://" + all[len(all)-1][1] + "/readyz")
 	if err != nil {
 		return 0
 	}

@@ -102,3 +102,36 @@ func checkBounded(t *testing.T, f Finding) {
 		t.Errorf("%s: finding does not encode: %v", f.Rule, err)
 	}
 }
+
+// TestCELCostLimit: a condition that would run for minutes on a large
+// object is stopped at the cost limit and reported as that rule's error;
+// the other rule of the kind still gives its finding.
+func TestCELCostLimit(t *testing.T) {
+	set := compile(t, `
+rules:
+  - name: expensive
+    kind: Widget
+    apiVersion: example.com/v1
+    condition: 'object.spec.items.all(a, object.spec.items.all(b, object.spec.items.all(c, a + b + c >= 0)))'
+    sinks: [s]
+  - name: cheap
+    kind: Widget
+    apiVersion: example.com/v1
+    condition: 'object.metadata.name == "big"'
+    sinks: [s]
+sinks: [{name: s, stdout: {}}]
+`)
+	items := make([]any, 500) // 500³ steps: far past the limit
+	for i := range items {
+		items[i] = int64(i)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "big", "namespace": "shop", "uid": "u"}, "spec": map[string]any{"items": items}}}
+	found, errs := set.Evaluate("Widget.v1.example.com", obj, now, nil)
+	if len(errs) != 1 || errs[0].Rule != "expensive" || !strings.Contains(errs[0].Error(), "cost") {
+		t.Fatalf("errors %v, want the expensive rule stopped at its cost limit", errs)
+	}
+	if len(found) != 1 || found[0].Rule != "cheap" {
+		t.Fatalf("findings %+v, want the cheap rule's", found)
+	}
+}
