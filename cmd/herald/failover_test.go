@@ -68,6 +68,9 @@ type loadHarness struct {
 
 	mu  sync.Mutex
 	got []delivery
+	// lastWait is how long the last check waited for missing deliveries
+	// after the load ended.
+	lastWait time.Duration
 }
 
 type delivery struct {
@@ -238,6 +241,12 @@ func deliveryKey(p sinks.Payload) string {
 // number of duplicates; a duplicate with another idempotency key fails.
 func (h *loadHarness) check(want map[string]bool) (deliveries, dups int) {
 	h.t.Helper()
+	return h.checkWithin(want, time.Minute)
+}
+
+// checkWithin is check, waiting up to timeout for the last deliveries.
+func (h *loadHarness) checkWithin(want map[string]bool, timeout time.Duration) (deliveries, dups int) {
+	h.t.Helper()
 	seen := func() map[string]bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -256,9 +265,11 @@ func (h *loadHarness) check(want map[string]bool) (deliveries, dups int) {
 		}
 		return n
 	}
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return missing() == 0, nil
 	})
+	h.lastWait = time.Since(start)
 	if err != nil {
 		var missed []string
 		s := seen()

@@ -88,6 +88,13 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 // middle of 500 crash transitions (crashes keep being written as soon as
 // it is back): the watch resumes or relists, every transition is notified,
 // and none twice.
+//
+// The API server runs without its watch cache here. With the cache on,
+// kube-apiserver v1.36.3 as built for these tests stopped delivering pod
+// events to informers after such a restart under load (in 3 of 4 runs
+// herald's informer got nothing for over 3 minutes although every write
+// succeeded; a plain client-go informer in the test process lagged too):
+// see docs/reliability.md, "Known problems".
 func TestAPIServerRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of load across an API server restart")
@@ -95,7 +102,8 @@ func TestAPIServerRestartUnderLoad(t *testing.T) {
 	// Lease settings longer than the outage: herald keeps leading. (With
 	// shorter ones it loses the lease and starts over from the ledger;
 	// TestEtcdOutage covers that.)
-	h := newLoadHarnessWith(t, harnessOptions{replicas: 1, args: []string{"--lease-duration", "60s", "--renew-deadline", "45s", "--retry-period", "2s"}})
+	h := newLoadHarnessWith(t, harnessOptions{replicas: 1, env: testenv.Options{APIServerArgs: []string{"--watch-cache=false"}},
+		args: []string{"--lease-duration", "60s", "--renew-deadline", "45s", "--retry-period", "2s"}})
 	h.leader(h.replicas)
 	var down time.Duration
 	want := h.loadShaped(100, 5, 12*time.Second, func() {
@@ -115,7 +123,8 @@ func TestAPIServerRestartUnderLoad(t *testing.T) {
 	if strings.Contains(h.replicas[0].logs(), "starting over") {
 		t.Errorf("herald lost its lease during the restart:\n%s", h.replicas[0].logs())
 	}
-	t.Logf("%d transitions, API server down %s: %d deliveries, %d duplicates", len(want), down.Round(100*time.Millisecond), deliveries, dups)
+	t.Logf("%d transitions, API server down %s: %d deliveries, %d duplicates; the last arrived %s after the load ended",
+		len(want), down.Round(100*time.Millisecond), deliveries, dups, h.lastWait.Round(100*time.Millisecond))
 }
 
 // readyz asks a herald process's /readyz.
