@@ -239,7 +239,7 @@ func (r *run) step(ctx context.Context, rate float64, obs *atomic.Pointer[observ
 	sent := send(ctx, r.client, ops, start, Patchers)
 	awaitComplete(o, r.opts.Drain)
 	obs.Store(nil)
-	res := StepResult{Offered: len(ops), Sent: sent.sent, Failed: sent.failed,
+	res := StepResult{Offered: len(ops), Sent: sent.sent, Failed: len(sent.failed),
 		Achieved: float64(sent.sent) / sent.elapsed.Seconds()}
 	res.Latency, res.Delivered, res.Missed, res.Duplicated, res.Unexpected = o.summary()
 	if h != nil {

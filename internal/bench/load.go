@@ -91,7 +91,7 @@ func (p *pods) plan(rate float64, d time.Duration) []op {
 // sendResult is how a plan went on the API side.
 type sendResult struct {
 	sent     int
-	failed   int
+	failed   []patchKey    // patches the API server refused: nothing to notify
 	elapsed  time.Duration // first due to last patch answered
 	firstErr error
 }
@@ -101,16 +101,19 @@ type sendResult struct {
 func send(ctx context.Context, client kubernetes.Interface, ops []op, start time.Time, shards int) sendResult {
 	queues := make([]chan op, shards)
 	var wg sync.WaitGroup
-	var sent, failed atomic.Int64
+	var sent atomic.Int64
 	var errOnce sync.Once
 	var res sendResult
+	var failedMu sync.Mutex
 	for i := range queues {
 		queues[i] = make(chan op, len(ops))
 		q := queues[i]
 		wg.Go(func() {
 			for o := range q {
 				if err := patchStatus(ctx, client, o.pod, statusPatch(o.crash, o.restarts, time.Now())); err != nil {
-					failed.Add(1)
+					failedMu.Lock()
+					res.failed = append(res.failed, o.patchKey)
+					failedMu.Unlock()
 					errOnce.Do(func() { res.firstErr = err })
 					continue
 				}
@@ -131,7 +134,7 @@ func send(ctx context.Context, client kubernetes.Interface, ops []op, start time
 		close(q)
 	}
 	wg.Wait()
-	res.sent, res.failed, res.elapsed = int(sent.Load()), int(failed.Load()), time.Since(start)
+	res.sent, res.elapsed = int(sent.Load()), time.Since(start)
 	return res
 }
 
@@ -190,6 +193,16 @@ func (o *observer) expect(ops []op, start time.Time) {
 	defer o.mu.Unlock()
 	for _, op := range ops {
 		o.due[op.patchKey] = start.Add(op.due)
+	}
+}
+
+// forget drops patches that were never made from what the observer
+// waits for.
+func (o *observer) forget(keys []patchKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, k := range keys {
+		delete(o.due, k)
 	}
 }
 

@@ -49,7 +49,9 @@ type SoakReport struct {
 	Missed     int       `json:"missed"`
 	Duplicated int       `json:"duplicated"`
 	Unexpected int       `json:"unexpected"`
-	CPUPer1000 float64   `json:"cpu_seconds_per_1000"`
+	// RefusedPatches were refused by the API server (not counted as due).
+	RefusedPatches int     `json:"refused_patches"`
+	CPUPer1000     float64 `json:"cpu_seconds_per_1000"`
 	// RSSSlope is the least-squares slope of RSS over the last half of
 	// the run (the last 30 minutes of an hour), in bytes per hour, and
 	// RSSNoise the standard deviation of the samples around that line.
@@ -105,8 +107,12 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 		ops := r.pods.plan(rep.Rate, 10*time.Second)
 		start := time.Now()
 		obs.expect(ops, start)
-		if res := send(ctx, r.client, ops, start, Patchers); res.failed > 0 {
-			opts.Logf("bench: %d patches failed: %v", res.failed, res.firstErr)
+		if res := send(ctx, r.client, ops, start, Patchers); len(res.failed) > 0 {
+			// A refused patch changed nothing: no notification is due. A
+			// soak whose control plane refuses writes is void from then on.
+			obs.forget(res.failed)
+			rep.RefusedPatches += len(res.failed)
+			opts.Logf("bench: %d patches refused by the API server: %v", len(res.failed), res.firstErr)
 		}
 	}
 	awaitComplete(obs, time.Minute)
@@ -187,6 +193,9 @@ func slope(samples []Sample) (perHour, noise float64) {
 // Table prints the soak's summary and a row per minute.
 func (r *SoakReport) Table(w io.Writer) {
 	fmt.Fprintf(w, "soak %s: %d pods, %.0f patches/s (r_max %.0f), %.0f s\n", r.Date.Format("2006-01-02 15:04 UTC"), r.Pods, r.Rate, r.RMax, r.Duration)
+	if r.RefusedPatches > 0 {
+		fmt.Fprintf(w, "WARNING: the API server refused %d patches; the run is not a clean soak from the first refusal on\n", r.RefusedPatches)
+	}
 	fmt.Fprintf(w, "notifications: %d delivered, %d missed, %d duplicated, %d unexpected; latency p50 %.1f p99 %.1f p99.9 %.1f max %.1f ms; %.2f CPU-s/1000\n",
 		r.Delivered, r.Missed, r.Duplicated, r.Unexpected, r.Latency.P50, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.CPUPer1000)
 	fmt.Fprintf(w, "RSS slope over the last half: %+.2f MB/h (residual noise %.2f MB)\n\n", r.RSSSlope/1e6, r.RSSNoise/1e6)

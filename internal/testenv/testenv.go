@@ -102,6 +102,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		"--initial-cluster=default=http://127.0.0.1:" + strconv.Itoa(ports[1]),
 		"--unsafe-no-fsync",
 		"--log-level=warn",
+		// A soak writes ~1 MB/s of pod revisions; the default 2 GiB
+		// backend quota filled in 54 minutes ("database space exceeded").
+		"--quota-backend-bytes=8589934592",
 	}
 	if err := env.StartEtcd(ctx); err != nil {
 		return env, err
