@@ -3,12 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 )
 
@@ -16,32 +12,7 @@ import (
 // counts connections: a bad config must exit 1 with the positioned error
 // and never dial the API server.
 func TestRunBadConfigExitsBeforeConnecting(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var conns atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			c.Close()
-		}
-	}()
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	os.WriteFile(kc, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "http://%s"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, ln.Addr())), 0o600)
-
+	kc, conns := countingAPIServer(t)
 	tests := []struct{ file, want string }{
 		{"../../config/testdata/missing-sink.yaml", `missing-sink.yaml:5:18: rules[0].sinks[1]: unknown sink "pager"`},
 		{"../../config/testdata/unknown-key.yaml", `unknown-key.yaml:6:5: rules[0].sevrity: unknown field "sevrity"; did you mean "severity"?`},
