@@ -135,7 +135,10 @@ func (c *Controller) watch(kind string) error {
 // object of the watched kinds is queued so the new rules see what exists.
 func (c *Controller) Reload(set *rules.Set) error {
 	old := c.rules.Load()
-	if set.GroupsByWorkload() && !old.GroupsByWorkload() {
+	// A new rule that reads fields the compact pod cache dropped makes
+	// the pod informer list again, whole (below).
+	podsWhole := c.Watcher.Compacted("Pod") && set.NeedsWholeObject("Pod")
+	if set.GroupsByWorkload() && !old.GroupsByWorkload() && !podsWhole {
 		if err := c.Watcher.IndexPodsByWorkload(); err != nil {
 			return fmt.Errorf("indexing pods by workload needs a restart: %w", err)
 		}
@@ -151,9 +154,8 @@ func (c *Controller) Reload(set *rules.Set) error {
 	var added []string
 	for _, kind := range set.Kinds() {
 		isNew := !slices.Contains(old.Kinds(), kind)
-		if !isNew && c.Watcher.Compacted(kind) && set.NeedsWholeObject(kind) {
-			// A new rule reads fields the compact cache dropped: list
-			// the kind again, whole. Workers wait for it (ErrNotSynced).
+		if kind == "Pod" && podsWhole && !isNew {
+			// Workers wait for the new cache (ErrNotSynced).
 			c.Watcher.Remove(kind)
 			isNew = true
 		}
@@ -163,6 +165,12 @@ func (c *Controller) Reload(set *rules.Set) error {
 				return fmt.Errorf("watching %s: %w", kind, err)
 			}
 			added = append(added, kind)
+		}
+	}
+	if podsWhole && set.GroupsByWorkload() {
+		// The new pod informer needs the index before it starts.
+		if err := c.Watcher.IndexPodsByWorkload(); err != nil {
+			return err
 		}
 	}
 	c.Watcher.StartAdded()

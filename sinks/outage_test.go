@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/rules"
@@ -189,15 +190,11 @@ func TestTwoMinuteSinkOutages(t *testing.T) {
 		out["bus"] = count - int(info.State.Msgs)
 		return out
 	}
-	deadline := time.Now().Add(3 * time.Minute)
 	var missing map[string]int
-	for time.Now().Before(deadline) {
+	wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
 		missing = got()
-		if missing["hook"]+missing["chat"]+missing["bus"] == 0 {
-			break
-		}
-		time.Sleep(time.Second) // polling the receivers, bounded by the deadline
-	}
+		return missing["hook"]+missing["chat"]+missing["bus"] == 0, nil
+	})
 	for name, n := range missing {
 		if n != 0 {
 			t.Errorf("%s: %d of %d notifications missing after the outage", name, n, count)
