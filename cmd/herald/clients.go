@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,6 +25,8 @@ import (
 // newClients makes the typed and dynamic clients and a discovery-backed
 // mapper for custom resources. Nothing is requested until first use.
 func newClients(cfg *rest.Config) (watcher.Clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return patientWatches{next: rt, every: time.Second} })
 	// Built-in kinds travel as protobuf: smaller on the wire and cheaper
 	// to decode than JSON. Custom resources have no protobuf form.
 	pb := rest.CopyConfig(cfg)
@@ -43,6 +46,52 @@ func newClients(cfg *rest.Config) (watcher.Clients, error) {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	return watcher.Clients{Typed: typed, Dynamic: dyn, Mapper: mapper}, nil
+}
+
+// patientWatches makes a watch request that cannot reach the API server
+// (nothing listens, or the connection cannot be made) wait and try again
+// every so often until it can, instead of failing.
+//
+// Why: every failed watch grows the informer's backoff (up to 30 s, reset
+// only after 2 minutes). An API server that restarts has a new watch
+// cache whose history starts at its restart, so the first watch after it
+// gets 410 Gone and the informer must list again, but only after that
+// grown backoff. Crashes that came and went in those seconds were then
+// seen only as their final state, never notified. Waiting here keeps the
+// backoff at its first step: the list follows the 410 within a second.
+//
+// Only watches (GET ?watch=true, no body, idempotent) wait, and only for
+// errors where the request never reached a server. The request's context
+// still ends the wait.
+type patientWatches struct {
+	next  http.RoundTripper
+	every time.Duration
+}
+
+func (p patientWatches) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) || req.URL.Query().Get("watch") != "true" {
+		return p.next.RoundTrip(req)
+	}
+	for {
+		resp, err := p.next.RoundTrip(req)
+		if err == nil || !unreachable(err) {
+			return resp, err
+		}
+		t := time.NewTimer(p.every)
+		select {
+		case <-req.Context().Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+// unreachable reports whether err means no connection to the server
+// could be made, so the request was never sent.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // apiServerReady asks the API server's own /readyz (which checks etcd).

@@ -89,3 +89,28 @@ Widget default/w2: no rule fires
 		t.Errorf("output:\n%s\nwant:\n%s", stdout.String(), want)
 	}
 }
+
+// TestRunBadFlagExitsTwo: a flag value herald cannot use is a usage
+// error (exit 2) that names the flag, before anything is read or dialled.
+func TestRunBadFlagExitsTwo(t *testing.T) {
+	kc, conns := countingAPIServer(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kube-log-verbosity", "-1"}, "--kube-log-verbosity -1: want 0 or more"},
+		{[]string{"--log-level", "loud"}, "--log-level"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"run", "--config", "../../examples/demo.yaml", "--kubeconfig", kc}, tt.args...)
+		if code := runMain(context.Background(), args, &stdout, &stderr); code != 2 {
+			t.Errorf("%v: exit code %d, want 2", tt.args, code)
+		}
+		if !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%v: stderr = %q, want it to contain %q", tt.args, stderr.String(), tt.want)
+		}
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("herald made %d connections to the API server with a bad flag", n)
+	}
+}

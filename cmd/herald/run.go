@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -50,8 +51,13 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	retryPeriod := fs.Duration("retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	shutdownGrace := fs.Duration("shutdown-grace", 20*time.Second, "after SIGTERM, how long queued notifications may take to go out before herald stops")
 	withPprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr (for performance work)")
+	kubeVerbosity := fs.Int("kube-log-verbosity", 0, "verbosity of the Kubernetes client's own log (with --log-level debug); 4 shows every list and watch the informers make and why")
 	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *kubeVerbosity < 0 {
+		fmt.Fprintf(errOut, "herald run: --kube-log-verbosity %d: want 0 or more\n", *kubeVerbosity)
 		return 2
 	}
 	logger, err := newLogger(errOut, *logFormat, *logLevel)
@@ -75,6 +81,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	defer closeSinks()
 	if c.routeKlog {
 		klog.SetSlogLogger(logger) // client-go logs through the same handler
+		klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(klogFlags)
+		klogFlags.Set("v", strconv.Itoa(*kubeVerbosity))
 	}
 
 	restCfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
