@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/natstest"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/sinks"
 	natssink "github.com/herald-k8s/herald/sinks/nats"
@@ -51,19 +51,6 @@ func (s *idSet) missing(want []string) []string {
 		}
 	}
 	return out
-}
-
-func natsServer(t *testing.T, dir string, port int) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	return s
 }
 
 // TestTwoMinuteSinkOutages: each kind of sink is unreachable for two
@@ -112,18 +99,10 @@ func TestTwoMinuteSinkOutages(t *testing.T) {
 	defer slackSrv.Close()
 
 	dir := t.TempDir()
-	ns := natsServer(t, dir, -1)
+	ns := natstest.Start(t, dir, 0)
 	port := ns.Addr().(*net.TCPAddr).Port
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
+	natstest.CreateStream(t, ns.ClientURL(), 10*time.Minute)
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HERALD", Subjects: []string{"herald.>"}, Duplicates: 10 * time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	nc.Close()
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	wh, err := webhook.New(webhook.Options{Name: "hook", URL: hook.URL, Timeout: 5 * time.Second})
@@ -164,7 +143,7 @@ func TestTwoMinuteSinkOutages(t *testing.T) {
 		time.Sleep(outage / count) // notifications keep coming through the outage
 	}
 	time.Sleep(time.Until(start.Add(outage))) // the rest of the outage
-	ns = natsServer(t, dir, port)
+	ns = natstest.Start(t, dir, port)
 	defer ns.Shutdown()
 	down.Store(false)
 	recovered := time.Now()

@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"sinks/nats":        {"sinks", "internal/incident"},
 	"handlers":          {"watcher", "internal/rules", "internal/incident", "sinks"},
 	"internal/testenv":  {},
+	"internal/natstest": {},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -10,32 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/natstest"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/sinks"
 )
-
-// startServer runs a real nats-server in-process with JetStream stored in
-// dir; port 0 picks a free one.
-func startServer(t *testing.T, dir string, port int) *server.Server {
-	t.Helper()
-	if port == 0 {
-		port = -1
-	}
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	return s
-}
 
 func notification(i int) incident.Notification {
 	return incident.Notification{
@@ -65,23 +47,15 @@ func TestSubject(t *testing.T) {
 // end up in the stream, none twice.
 func TestJetStreamSurvivesServerRestart(t *testing.T) {
 	dir := t.TempDir()
-	srv := startServer(t, dir, 0)
+	srv := natstest.Start(t, dir, 0)
 	port := srv.Addr().(*net.TCPAddr).Port
 	addr := srv.ClientURL()
 	var mu sync.Mutex
 	current := srv
 	defer func() { mu.Lock(); current.Shutdown(); mu.Unlock() }()
 
-	nc, err := nats.Connect(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
+	natstest.CreateStream(t, addr, 5*time.Minute)
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HERALD", Subjects: []string{"herald.>"}, Duplicates: 5 * time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	nc.Close()
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sink, err := New(Options{Name: "bus", URL: addr, Subject: "herald.{namespace}.{kind}.{reason}", JetStream: true, Timeout: 2 * time.Second, Logger: logger})
@@ -104,7 +78,7 @@ func TestJetStreamSurvivesServerRestart(t *testing.T) {
 			mu.Unlock()
 			go func() {
 				time.Sleep(10 * time.Second) // the outage itself, not a wait for a condition
-				s := startServer(t, dir, port)
+				s := natstest.Start(t, dir, port)
 				mu.Lock()
 				current = s
 				mu.Unlock()
@@ -128,12 +102,12 @@ func TestJetStreamSurvivesServerRestart(t *testing.T) {
 		}
 	}
 
-	nc, err = nats.Connect(addr)
+	nc, err := nats.Connect(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	js, _ = jetstream.New(nc)
+	js, _ := jetstream.New(nc)
 	stream, err := js.Stream(ctx, "HERALD")
 	if err != nil {
 		t.Fatal(err)
