@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -226,6 +227,29 @@ func (o *observer) complete() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.latency) == len(o.due)
+}
+
+// missedKeys names up to n planned keys not seen (yet), earliest due
+// first: "app-00042 restarts=7 crash due +1234.5s" (since start).
+func (o *observer) missedKeys(n int, start time.Time) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var keys []patchKey
+	for k := range o.due {
+		if o.latency[k] == 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b patchKey) int { return o.due[a].Compare(o.due[b]) })
+	var out []string
+	for _, k := range keys[:min(n, len(keys))] {
+		what := "ready"
+		if k.crash {
+			what = "crash"
+		}
+		out = append(out, fmt.Sprintf("%s restarts=%d %s due +%.1fs", podName(k.pod), k.restarts, what, o.due[k].Sub(start).Seconds()))
+	}
+	return out
 }
 
 // Latency summarises one step's latencies (milliseconds), exact sort.

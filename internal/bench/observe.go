@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -106,10 +107,10 @@ func watchFloor(ctx context.Context, client kubernetes.Interface, current *atomi
 // awaitComplete waits until the observer has seen every planned key or
 // timeout passes (what is still missing then counts as missed).
 func awaitComplete(o *observer, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for !o.complete() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by timeout
-	}
+	// A timeout is a result here (the misses are counted), not an error.
+	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return o.complete(), nil
+	})
 }
 
 // heraldConfig is the configuration herald runs with: the crash-loop

@@ -38,17 +38,20 @@ type Sample struct {
 
 // SoakReport is what a soak measured; soak.json holds it.
 type SoakReport struct {
-	Date       time.Time `json:"date"`
-	Pods       int       `json:"pods"`
-	RMax       float64   `json:"r_max"`
-	Rate       float64   `json:"rate"`
-	Duration   float64   `json:"duration_seconds"`
-	Samples    []Sample  `json:"samples"`
-	Latency    Latency   `json:"latency"`
-	Delivered  int       `json:"delivered"`
-	Missed     int       `json:"missed"`
-	Duplicated int       `json:"duplicated"`
-	Unexpected int       `json:"unexpected"`
+	Date      time.Time `json:"date"`
+	Pods      int       `json:"pods"`
+	RMax      float64   `json:"r_max"`
+	Rate      float64   `json:"rate"`
+	Duration  float64   `json:"duration_seconds"`
+	Samples   []Sample  `json:"samples"`
+	Latency   Latency   `json:"latency"`
+	Delivered int       `json:"delivered"`
+	Missed    int       `json:"missed"`
+	// MissedKeys names the first missed patches (pod, restart count,
+	// crash or ready, when due), to look them up in herald's log.
+	MissedKeys []string `json:"missed_keys,omitempty"`
+	Duplicated int      `json:"duplicated"`
+	Unexpected int      `json:"unexpected"`
 	// RefusedPatches were refused by the API server (not counted as due).
 	RefusedPatches int     `json:"refused_patches"`
 	CPUPer1000     float64 `json:"cpu_seconds_per_1000"`
@@ -121,6 +124,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	cpu1, _ := h.cpuSeconds()
 	rep.Duration = time.Since(begin).Seconds()
 	rep.Latency, rep.Delivered, rep.Missed, rep.Duplicated, rep.Unexpected = obs.summary()
+	rep.MissedKeys = obs.missedKeys(20, begin)
 	if rep.Delivered > 0 {
 		rep.CPUPer1000 = (cpu1 - cpu0) / float64(rep.Delivered) * 1000
 	}
@@ -198,6 +202,9 @@ func (r *SoakReport) Table(w io.Writer) {
 	}
 	fmt.Fprintf(w, "notifications: %d delivered, %d missed, %d duplicated, %d unexpected; latency p50 %.1f p99 %.1f p99.9 %.1f max %.1f ms; %.2f CPU-s/1000\n",
 		r.Delivered, r.Missed, r.Duplicated, r.Unexpected, r.Latency.P50, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.CPUPer1000)
+	for _, k := range r.MissedKeys {
+		fmt.Fprintf(w, "  missed: %s\n", k)
+	}
 	fmt.Fprintf(w, "RSS slope over the last half: %+.2f MB/h (residual noise %.2f MB)\n\n", r.RSSSlope/1e6, r.RSSNoise/1e6)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "minute\tRSS MB\theap MB\tgoroutines\tdelivered\tdue\t")
