@@ -166,27 +166,12 @@ sinks:
   - {name: hook, webhook: {url: %s/herald}}
 `, recv.URL))
 	defer h.stop()
-	ctx := context.Background()
-	for i := range 10 {
-		pod := newPod(fmt.Sprintf("api-5d8f-%d", i))
-		pod.Labels["pod-template-hash"] = "5d8f"
-		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "api-5d8f", UID: "rs-uid", Controller: ptr.To(true)}}
-		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createDeploymentPods(t, client, 10)
 	for i := range 10 {
 		setStatus(t, client, fmt.Sprintf("api-5d8f-%d", i), crashLooping, 2)
 	}
 	got := recv.collect(t, 10, 30*time.Second)
-	if got[0].Transition != "firing" || got[0].Object.Kind != "Deployment" || got[0].Object.Name != "api" {
-		t.Fatalf("first: %s for %s %s, want firing for Deployment api", got[0].Transition, got[0].Object.Kind, got[0].Object.Name)
-	}
-	for _, p := range got[1:] {
-		if p.Transition != "updated" || p.Incident.ID != got[0].Incident.ID {
-			t.Fatalf("got %s (%s), want updates of the one incident", p.Transition, p.Incident.ID)
-		}
-	}
+	expectOneDeploymentIncident(t, got)
 	if last := got[9].Title; last != "CrashLoopBackOff: Deployment default/api: 10/10 pods (container app)" {
 		t.Errorf("title after ten pods: %q", last)
 	}
@@ -201,6 +186,34 @@ sinks:
 		}
 		if p.Transition != want || p.Incident.ID != got[0].Incident.ID {
 			t.Fatalf("recovery notification %d: %s, want %s", i, p.Transition, want)
+		}
+	}
+}
+
+// createDeploymentPods creates n pods api-5d8f-<i> of the ReplicaSet
+// api-5d8f, that is of the Deployment api.
+func createDeploymentPods(t *testing.T, client kubernetes.Interface, n int) {
+	t.Helper()
+	for i := range n {
+		pod := newPod(fmt.Sprintf("api-5d8f-%d", i))
+		pod.Labels["pod-template-hash"] = "5d8f"
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "api-5d8f", UID: "rs-uid", Controller: ptr.To(true)}}
+		if _, err := client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// expectOneDeploymentIncident checks that got is one incident of the
+// Deployment api: a firing, then updates of it.
+func expectOneDeploymentIncident(t *testing.T, got []sinks.Payload) {
+	t.Helper()
+	if got[0].Transition != "firing" || got[0].Object.Kind != "Deployment" || got[0].Object.Name != "api" {
+		t.Fatalf("first: %s for %s %s, want firing for Deployment api", got[0].Transition, got[0].Object.Kind, got[0].Object.Name)
+	}
+	for _, p := range got[1:] {
+		if p.Transition != "updated" || p.Incident.ID != got[0].Incident.ID {
+			t.Fatalf("got %s for %s (%s), want updates of the one incident", p.Transition, p.Object.Name, p.Incident.ID)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/herald-k8s/herald/internal/testenv"
 )
@@ -139,18 +138,10 @@ func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
 	groupRule := "  - {name: crash, kind: Pod, detector: crashloop, groupBy: workload, sinks: [hook]}\n"
 	h := startedHerald(t, env, "rules:\n"+groupRule+sinks, "--config-reload-interval", "100ms")
 	defer h.stop()
-	ctx := context.Background()
-	for i := range 3 {
-		pod := newPod(fmt.Sprintf("api-5d8f-%d", i))
-		pod.Labels["pod-template-hash"] = "5d8f"
-		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "api-5d8f", UID: "rs-uid", Controller: ptr.To(true)}}
-		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createDeploymentPods(t, client, 3)
 	celRule := "  - {name: never, kind: Pod, condition: 'object.metadata.name == \"no-such-pod\"', sinks: [hook]}\n"
 	os.WriteFile(h.config, []byte("rules:\n"+groupRule+celRule+sinks), 0o600)
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		return strings.Contains(h.logs.String(), `kindsAdded=[Pod]`), nil
 	})
 	if err != nil {
@@ -160,14 +151,7 @@ func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
 		setStatus(t, client, fmt.Sprintf("api-5d8f-%d", i), crashLooping, 2)
 	}
 	got := recv.collect(t, 2, 30*time.Second)
-	if got[0].Transition != "firing" || got[0].Object.Kind != "Deployment" || got[0].Object.Name != "api" {
-		t.Fatalf("first: %s for %s %s, want firing for Deployment api", got[0].Transition, got[0].Object.Kind, got[0].Object.Name)
-	}
-	for _, p := range got[1:] {
-		if p.Transition != "updated" || p.Incident.ID != got[0].Incident.ID {
-			t.Fatalf("got %s for %s (%s), want updates of the one incident", p.Transition, p.Object.Name, p.Incident.ID)
-		}
-	}
+	expectOneDeploymentIncident(t, got)
 	// The workload's pod count comes from the index.
 	if last := got[1].Title; last != "CrashLoopBackOff: Deployment default/api: 2/3 pods (container app)" {
 		t.Errorf("title after two of three pods: %q", last)
