@@ -167,17 +167,13 @@ sinks:
 `, recv.URL))
 	defer h.stop()
 	createDeploymentPods(t, client, 10)
-	for i := range 10 {
-		setStatus(t, client, fmt.Sprintf("api-5d8f-%d", i), crashLooping, 2)
-	}
+	setDeploymentPods(t, client, 10, crashLooping)
 	got := recv.collect(t, 10, 30*time.Second)
 	expectOneDeploymentIncident(t, got)
 	if last := got[9].Title; last != "CrashLoopBackOff: Deployment default/api: 10/10 pods (container app)" {
 		t.Errorf("title after ten pods: %q", last)
 	}
-	for i := range 10 {
-		setStatus(t, client, fmt.Sprintf("api-5d8f-%d", i), ready, 2)
-	}
+	setDeploymentPods(t, client, 10, ready)
 	recovered := recv.collect(t, 10, 30*time.Second)
 	for i, p := range recovered {
 		want := "updated"
@@ -201,6 +197,15 @@ func createDeploymentPods(t *testing.T, client kubernetes.Interface, n int) {
 		if _, err := client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// setDeploymentPods sets the app container of the first n of those pods
+// to state, with 2 restarts.
+func setDeploymentPods(t *testing.T, client kubernetes.Interface, n int, state appState) {
+	t.Helper()
+	for i := range n {
+		setStatus(t, client, fmt.Sprintf("api-5d8f-%d", i), state, 2)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-k8s/herald/internal/testenv"
 )
@@ -92,18 +93,27 @@ func TestHotReload(t *testing.T) {
 	}
 }
 
+// reloadingHerald starts herald on a new control plane with rules (YAML
+// list items) and a webhook sink, checking its file every 100 ms; sinks is
+// the sinks section, to write new rules with.
+func reloadingHerald(t *testing.T, rules string) (client kubernetes.Interface, recv *receiver, h *heraldRun, sinks string) {
+	t.Helper()
+	env := testenv.New(t)
+	client, _ = env.Client()
+	recv = newReceiver(t)
+	sinks = fmt.Sprintf("sinks:\n  - {name: hook, webhook: {url: %s/herald}}\n", recv.URL)
+	h = startedHerald(t, env, "rules:\n"+rules+sinks, "--config-reload-interval", "100ms")
+	t.Cleanup(h.stop)
+	return client, recv, h, sinks
+}
+
 // TestReloadCachesPodsWholeForCEL: pods are cached compact (annotations
 // dropped) while only built-in detectors read them; a CEL rule added at
 // run time may read anything, so the pod cache is listed again whole and
 // the new rule sees the annotation the compact cache did not keep.
 func TestReloadCachesPodsWholeForCEL(t *testing.T) {
-	env := testenv.New(t)
-	client, _ := env.Client()
-	recv := newReceiver(t)
-	sinks := fmt.Sprintf("sinks:\n  - {name: hook, webhook: {url: %s/herald}}\n", recv.URL)
 	crashRule := "  - {name: crash, kind: Pod, detector: crashloop, sinks: [hook]}\n"
-	h := startedHerald(t, env, "rules:\n"+crashRule+sinks, "--config-reload-interval", "100ms")
-	defer h.stop()
+	client, recv, h, sinks := reloadingHerald(t, crashRule)
 	pod := newPod("owned")
 	pod.Annotations = map[string]string{"owner": "payments"}
 	if _, err := client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
@@ -131,13 +141,8 @@ func TestReloadCachesPodsWholeForCEL(t *testing.T) {
 // the new pod informer gets the workload index before it starts, so two
 // crashing pods of a Deployment of three are still one incident, "2/3".
 func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
-	env := testenv.New(t)
-	client, _ := env.Client()
-	recv := newReceiver(t)
-	sinks := fmt.Sprintf("sinks:\n  - {name: hook, webhook: {url: %s/herald}}\n", recv.URL)
 	groupRule := "  - {name: crash, kind: Pod, detector: crashloop, groupBy: workload, sinks: [hook]}\n"
-	h := startedHerald(t, env, "rules:\n"+groupRule+sinks, "--config-reload-interval", "100ms")
-	defer h.stop()
+	client, recv, h, sinks := reloadingHerald(t, groupRule)
 	createDeploymentPods(t, client, 3)
 	celRule := "  - {name: never, kind: Pod, condition: 'object.metadata.name == \"no-such-pod\"', sinks: [hook]}\n"
 	os.WriteFile(h.config, []byte("rules:\n"+groupRule+celRule+sinks), 0o600)
@@ -147,9 +152,7 @@ func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the pod cache was not listed again whole:\n%s", h.logs)
 	}
-	for i := range 2 {
-		setStatus(t, client, fmt.Sprintf("api-5d8f-%d", i), crashLooping, 2)
-	}
+	setDeploymentPods(t, client, 2, crashLooping)
 	got := recv.collect(t, 2, 30*time.Second)
 	expectOneDeploymentIncident(t, got)
 	// The workload's pod count comes from the index.
