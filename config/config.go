@@ -35,13 +35,35 @@ type Incidents struct {
 	Startup string `yaml:"startup"`
 	// ResolveHoldDown is how long a problem must stay gone before its
 	// incident resolves; a problem that returns within it continues the
-	// same incident (damps flapping). Default 0s.
-	ResolveHoldDown time.Duration `yaml:"resolveHoldDown"`
+	// same incident. A crash loop's settle time counts towards it.
+	// Default 30s; 0s resolves at once.
+	ResolveHoldDown *time.Duration `yaml:"resolveHoldDown"`
+	// UpdateInterval paces an incident's updates: the first notification
+	// goes out at once, later changes within this interval of the last
+	// notification are merged into one update sent when it ends. Default
+	// 30s; 0s sends every update at once. Rules may override it.
+	UpdateInterval *time.Duration `yaml:"updateInterval"`
+	// Flapping keeps open an incident whose problem keeps coming back.
+	Flapping Flapping `yaml:"flapping"`
 	// Retention is how long resolved incidents stay in the ledger
 	// (default 24h).
 	Retention time.Duration `yaml:"retention"`
 	// LedgerName prefixes the ledger's ConfigMaps (default herald-ledger).
 	LedgerName string `yaml:"ledgerName"`
+}
+
+// Flapping: an incident whose problem started Starts times within Window
+// does not resolve when it clears; it is marked flapping (one update says
+// so) and resolves only after Quiet without the problem.
+type Flapping struct {
+	// Starts is how many starts within Window make an incident flapping
+	// (default 3; 0 turns flap damping off).
+	Starts *int `yaml:"starts"`
+	// Window is how far back starts are counted (default 10m).
+	Window time.Duration `yaml:"window"`
+	// Quiet is how long a flapping incident's problem must stay gone
+	// before it resolves (default 10m).
+	Quiet time.Duration `yaml:"quiet"`
 }
 
 // Rule says which objects to look at, what counts as a problem, and where
@@ -73,6 +95,12 @@ type Rule struct {
 	// Reasons is a detector parameter (warning-events): Event reasons to
 	// alert on; empty means any Warning.
 	Reasons []string `yaml:"reasons"`
+	// Settle is a detector parameter (crashloop): how long a container
+	// must run and be ready without a new restart before its crash loop
+	// counts as over (default 60s; 0s: as soon as it is ready).
+	Settle *time.Duration `yaml:"settle"`
+	// UpdateInterval overrides incidents.updateInterval for this rule.
+	UpdateInterval *time.Duration `yaml:"updateInterval"`
 	// Severity is info, warning or critical (default warning).
 	Severity   string            `yaml:"severity"`
 	Namespaces NamespaceSelector `yaml:"namespaces"`
@@ -270,6 +298,11 @@ const (
 	DefaultSlackRate      = 1.0
 	DefaultNATSSubject    = "herald.{namespace}.{kind}.{reason}"
 	DefaultNATSTimeout    = 5 * time.Second
+	DefaultHoldDown       = 30 * time.Second
+	DefaultUpdateInterval = 30 * time.Second
+	DefaultFlapStarts     = 3
+	DefaultFlapWindow     = 10 * time.Minute
+	DefaultFlapQuiet      = 10 * time.Minute
 )
 
 // Load reads, decodes, defaults and validates the file at path. The error,
@@ -373,6 +406,16 @@ func (c *Config) applyDefaults() {
 	if c.Incidents.LedgerName == "" {
 		c.Incidents.LedgerName = DefaultLedgerName
 	}
+	inc := &c.Incidents
+	inc.ResolveHoldDown = orDefault(inc.ResolveHoldDown, DefaultHoldDown)
+	inc.UpdateInterval = orDefault(inc.UpdateInterval, DefaultUpdateInterval)
+	inc.Flapping.Starts = orDefault(inc.Flapping.Starts, DefaultFlapStarts)
+	if inc.Flapping.Window == 0 {
+		inc.Flapping.Window = DefaultFlapWindow
+	}
+	if inc.Flapping.Quiet == 0 {
+		inc.Flapping.Quiet = DefaultFlapQuiet
+	}
 	for i := range c.Rules {
 		r := &c.Rules[i]
 		if r.Severity == "" {
@@ -381,6 +424,7 @@ func (c *Config) applyDefaults() {
 		if r.RestartStep == 0 {
 			r.RestartStep = DefaultRestartStep
 		}
+		r.UpdateInterval = orDefault(r.UpdateInterval, *inc.UpdateInterval)
 	}
 	for i := range c.Sinks {
 		s := &c.Sinks[i]
@@ -408,4 +452,13 @@ func (c *Config) applyDefaults() {
 			}
 		}
 	}
+}
+
+// orDefault returns p, or a pointer to def when p is unset: for settings
+// whose zero value means "off", not "default".
+func orDefault[T any](p *T, def T) *T {
+	if p == nil {
+		return &def
+	}
+	return p
 }

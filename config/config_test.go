@@ -156,7 +156,7 @@ func TestEveryFieldDecodes(t *testing.T) {
 	if s := cfg.Sinks[0]; s.RateLimit != 2.5 || s.QueueSize != 100 || !s.Webhook.CloudEvents || !s.Webhook.TLS.InsecureSkipVerify {
 		t.Errorf("webhook sink: %+v", s)
 	}
-	if cfg.Incidents.ResolveHoldDown != 30*time.Second || cfg.Incidents.Startup != "notify" {
+	if *cfg.Incidents.ResolveHoldDown != 30*time.Second || cfg.Incidents.Startup != "notify" {
 		t.Errorf("incidents: %+v", cfg.Incidents)
 	}
 }

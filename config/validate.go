@@ -35,6 +35,9 @@ func (c *Config) validate() Errors {
 	default:
 		add("incidents.startup", "must be digest, notify or silent; got %q", c.Incidents.Startup)
 	}
+	if s := *c.Incidents.Flapping.Starts; s < 0 || s == 1 {
+		add("incidents.flapping.starts", "must be 2 or more (or 0 to turn flap damping off), got %d", s)
+	}
 	if !nameRE.MatchString(c.Incidents.LedgerName) || len(c.Incidents.LedgerName) > 40 {
 		add("incidents.ledgerName", "%q is not a valid ConfigMap name prefix (lower-case letters, digits, '-'; at most 40)", c.Incidents.LedgerName)
 	}
@@ -158,6 +161,9 @@ func (c *Config) validate() Errors {
 		}
 		if r.RestartStep < -1 {
 			add(p+".restartStep", "must be a positive step, or -1 for never; got %d", r.RestartStep)
+		}
+		if r.Settle != nil && r.Detector != "crashloop" {
+			add(p+".settle", "settle applies to the crashloop detector only")
 		}
 		if r.Threshold < 0 {
 			add(p+".threshold", "must not be negative, got %d", r.Threshold)

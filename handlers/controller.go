@@ -282,6 +282,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.Logger.Info("starting workers", "workers", c.Workers)
 	var wg sync.WaitGroup
 	wg.Go(func() { c.retryLateKinds(ctx, 30*time.Second) })
+	wg.Go(func() { c.releaseHeld(ctx) })
 	for range c.Workers {
 		wg.Go(func() {
 			for c.processNext(ctx) {
@@ -452,7 +453,7 @@ func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) 
 	}
 	for _, n := range notes {
 		c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
-		c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "object", key.String(), "container", n.Incident.Container, "id", n.ID())
+		c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "object", key.String(), "container", n.Incident.Container, "change", n.Change, "id", n.ID())
 	}
 	return notes, nil
 }

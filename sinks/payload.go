@@ -27,6 +27,10 @@ type Payload struct {
 	Title      string            `json:"title"`
 	Text       string            `json:"text"`
 	Facts      map[string]string `json:"facts,omitempty"`
+	// Change says what an update changed since the incident's previous
+	// notification ("2 → 10 of 10 pods", "restarts 5 → 25", "flapping:
+	// …"); updates are paced, so one update may merge many changes.
+	Change string `json:"change,omitempty"`
 	// Digest lists the incidents a digest summarises (transition digest).
 	Digest []Payload `json:"digest,omitempty"`
 }
@@ -39,6 +43,9 @@ type PayloadIncident struct {
 	Severity    string    `json:"severity"`
 	Reason      string    `json:"reason"`
 	FirstSeen   time.Time `json:"firstSeen"`
+	// Flapping: the problem keeps coming back; the incident stays open
+	// until it has been quiet for the flapping quiet time.
+	Flapping bool `json:"flapping,omitempty"`
 }
 
 // PayloadObject names the Kubernetes object.
@@ -68,13 +75,14 @@ func NewPayload(n incident.Notification) Payload {
 		Time:       n.Time.UTC(),
 		Incident: PayloadIncident{
 			ID: inc.ID, Fingerprint: inc.Fingerprint, Rule: inc.Rule, Severity: inc.Severity,
-			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(),
+			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(), Flapping: inc.Flapping,
 		},
 		Object:    PayloadObject{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name, UID: inc.Object.UID},
 		Container: inc.Container,
 		Title:     inc.Title,
 		Text:      inc.Text,
 		Facts:     inc.Facts,
+		Change:    n.Change,
 	}
 }
 

@@ -149,21 +149,3 @@ func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, apiRead
 	logger.Info("serving metrics and health", "addr", ln.Addr().String())
 	return srv, nil
 }
-
-// openIncidents exports the open incidents by rule at scrape time.
-type openIncidents struct {
-	byRule func() map[string]int
-	desc   *prometheus.Desc
-}
-
-func newOpenIncidents(byRule func() map[string]int) *openIncidents {
-	return &openIncidents{byRule: byRule, desc: prometheus.NewDesc("herald_open_incidents", "Open incidents, by rule.", []string{"rule"}, nil)}
-}
-
-func (o *openIncidents) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
-
-func (o *openIncidents) Collect(ch chan<- prometheus.Metric) {
-	for rule, n := range o.byRule() {
-		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(n), rule)
-	}
-}

@@ -72,7 +72,8 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintln(errOut, err)
 		return 1
 	}
-	tracker := incident.NewTracker(incident.Options{Now: time.Now, HoldDown: cfg.Incidents.ResolveHoldDown, Retention: cfg.Incidents.Retention})
+	reg := prometheus.NewRegistry()
+	tracker := newTracker(cfg.Incidents, reg)
 	sinkList, closeSinks, err := buildSinks(cfg, out, tracker, logger)
 	if err != nil {
 		fmt.Fprintln(errOut, err)
@@ -107,7 +108,6 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var store incident.Store = &incident.MemoryStore{}
 	if !*noPersist {
@@ -137,7 +137,6 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	ledgerFailures := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_write_errors_total", Help: "Ledger writes that failed (retried at the next tick)."})
 	ledgerSize := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_ledger_incidents", Help: "Incidents in the ledger at the last write (open and retained resolved)."})
 	reg.MustRegister(isLeader, ledgerWrites, ledgerFailures, ledgerSize,
-		newOpenIncidents(tracker.OpenByRule),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_cache_synced", Help: "1 once every informer has listed."}, func() float64 { return map[bool]float64{true: 1}[w.Synced()] }),
 	)
 	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}

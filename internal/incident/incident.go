@@ -69,7 +69,18 @@ type Incident struct {
 	// ResolvingSince is set while the problem is gone but the resolve
 	// hold-down has not passed.
 	ResolvingSince time.Time `json:"resolving,omitzero"`
-	ResolvedAt     time.Time `json:"resolved,omitzero"`
+	// HeldUntil is set while a change waits out the update interval: it
+	// goes out then as one update saying what changed since the last
+	// notification (pacing.go). Kept in the ledger, so a restart neither
+	// loses the update nor sends it twice.
+	HeldUntil time.Time `json:"held,omitzero"`
+	// Starts are when this problem's recent occurrences began, this one
+	// included, within the flapping window (flapping.go).
+	Starts []time.Time `json:"starts,omitempty"`
+	// Flapping is set once the problem has come back too often: the
+	// incident then resolves only after the flapping quiet time.
+	Flapping   bool      `json:"flapping,omitempty"`
+	ResolvedAt time.Time `json:"resolved,omitzero"`
 	// Pending lists notifications not yet accepted by every sink.
 	Pending []Pending `json:"pending,omitempty"`
 	// Channel routes chat sinks (the rule's, or a namespace's override).
@@ -80,6 +91,7 @@ type Incident struct {
 
 	repeat      time.Duration
 	restartStep int
+	updateEvery time.Duration
 	// rev is the tracker's version at the incident's last change (0:
 	// restored, not changed since); the ledger re-encodes only incidents
 	// whose rev moved.
@@ -90,6 +102,7 @@ type Incident struct {
 type Pending struct {
 	Seq        int        `json:"seq"`
 	Transition Transition `json:"tr"`
+	Change     string     `json:"change,omitempty"`
 	Time       time.Time  `json:"time"`
 	Sinks      []string   `json:"sinks"`
 }
@@ -102,6 +115,9 @@ type Notification struct {
 	// ID it is the idempotency key.
 	Seq  int
 	Time time.Time
+	// Change says what an update (or a flapping mark) changed since the
+	// incident's previous notification: "2 → 10 of 10 pods".
+	Change string
 	// Digest holds the notifications a Digest summarises.
 	Digest []Notification
 }

@@ -21,6 +21,11 @@ type Options struct {
 	// Retention is how long resolved incidents are kept (for deliveries
 	// still pending and for the ledger's record).
 	Retention time.Duration
+	// Flapping keeps open incidents whose problem keeps coming back.
+	Flapping FlapOptions
+	// Coalesced is called for every change merged into a held update
+	// (nil: not counted).
+	Coalesced func(rule string)
 }
 
 // Tracker holds every incident: open ones, and resolved ones for the
@@ -43,6 +48,11 @@ type Tracker struct {
 	// occurrences is the highest occurrence number of each fingerprint
 	// the tracker knows (open or retained).
 	occurrences map[string]int
+	// held lists the open incidents with an update waiting (HeldUntil).
+	held map[string]bool
+	// settling holds object+"\x00"+fingerprint while the object's last
+	// finding was Settling: when it goes, its settle time was the wait.
+	settling map[string]bool
 	// version counts changes worth persisting.
 	version uint64
 }
@@ -55,7 +65,7 @@ func NewTracker(opts Options) *Tracker {
 	return &Tracker{
 		opts: opts, open: map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
 		byObject: map[string]map[string]bool{}, pending: map[string]map[string]time.Time{},
-		occurrences: map[string]int{},
+		occurrences: map[string]int{}, held: map[string]bool{}, settling: map[string]bool{},
 	}
 }
 
@@ -121,6 +131,8 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 		inc.ResolvingSince = time.Time{} // back within the hold-down: same incident
 		t.touch(inc)
 	}
+	t.setSettling(object, inc.Fingerprint, f.Settling)
+	joined := false
 	if !slices.Contains(inc.Members, object) {
 		if f.Sustaining && inc.Grouped {
 			return Notification{}, false // not newly affected, only not recovered
@@ -129,27 +141,29 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 		slices.Sort(inc.Members)
 		t.index(object, inc.Fingerprint)
 		t.touch(inc)
+		joined = true
 	}
 	// The rule may have been reloaded: its current settings and sinks
 	// apply from now on.
-	inc.repeat, inc.restartStep, inc.Sinks, inc.Channel = f.Repeat, f.RestartStep, f.Sinks, f.Channel
+	inc.repeat, inc.restartStep, inc.updateEvery, inc.Sinks, inc.Channel = f.Repeat, f.RestartStep, f.UpdateInterval, f.Sinks, f.Channel
 	if inc.Grouped {
 		inc.Total = max(f.GroupTotal, len(inc.Members))
 	}
 	switch {
 	case inc.Grouped && len(inc.Members) != inc.NotifiedMembers:
 		inc.Facts, inc.Text = maps.Clone(f.Facts), f.Text
-		return t.notify(inc, Updated, now), true
+		return t.update(inc, now, joined)
 	case !inc.Grouped && inc.restartStep > 0 && restarts(f.Facts)-inc.NotifiedRestarts >= inc.restartStep:
+		rose := restarts(f.Facts) != restarts(inc.Facts)
 		inc.Facts, inc.Title, inc.Text = maps.Clone(f.Facts), f.Title, f.Text
-		return t.notify(inc, Updated, now), true
+		return t.update(inc, now, rose)
 	case inc.repeat > 0:
 		if wait := inc.LastNotified.Add(inc.repeat).Sub(now); wait > 0 {
 			soonest(wait)
 			return Notification{}, false
 		}
 		inc.Facts, inc.Text = maps.Clone(f.Facts), f.Text
-		return t.notify(inc, Repeat, now), true
+		return t.notify(inc, Repeat, now, ""), true
 	}
 	return Notification{}, false
 }
@@ -179,23 +193,29 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 	occ := t.occurrences[fp] + 1
 	t.occurrences[fp] = occ
 	inc := &Incident{
+		Starts:      t.recentStarts(fp, now),
 		ID:          fp + "-" + strconv.Itoa(occ),
 		Occurrence:  occ,
 		Fingerprint: fp, Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
 		Object: f.Object, Container: f.Container, Facts: maps.Clone(f.Facts),
 		Title: f.Title, Text: f.Text, Sinks: f.Sinks, FirstSeen: now,
-		Members: []string{object}, repeat: f.Repeat, restartStep: f.RestartStep, Channel: f.Channel,
+		Members: []string{object}, repeat: f.Repeat, restartStep: f.RestartStep, updateEvery: f.UpdateInterval, Channel: f.Channel,
 	}
 	if f.GroupByWorkload && f.Group != nil {
 		inc.Grouped, inc.Object, inc.Total = true, *f.Group, max(f.GroupTotal, 1)
 	}
 	t.open[fp] = inc
 	t.index(object, fp)
-	return t.notify(inc, Firing, now)
+	t.setSettling(object, fp, f.Settling)
+	return t.notify(inc, Firing, now, "")
 }
 
 // leave records that object no longer has the problem of incident fp.
 func (t *Tracker) leave(object, fp string, now time.Time, soonest func(time.Duration)) (Notification, bool) {
+	// A member that was settling has already waited out its settle time:
+	// that wait stands in for the hold-down.
+	settled := t.settling[object+"\x00"+fp]
+	t.setSettling(object, fp, false)
 	inc, ok := t.open[fp]
 	if !ok {
 		t.unindex(object, fp)
@@ -208,25 +228,34 @@ func (t *Tracker) leave(object, fp string, now time.Time, soonest func(time.Dura
 	if len(inc.Members) > 0 {
 		t.unindex(object, fp)
 		if inc.Grouped && len(inc.Members) != inc.NotifiedMembers {
-			return t.notify(inc, Updated, now), true
+			return t.update(inc, now, true)
 		}
 		return Notification{}, false
 	}
-	if t.opts.HoldDown > 0 {
-		if inc.ResolvingSince.IsZero() {
-			inc.ResolvingSince = now
-			t.touch(inc)
-		}
-		if wait := inc.ResolvingSince.Add(t.opts.HoldDown).Sub(now); wait > 0 {
-			soonest(wait) // object stays indexed so the recheck finds it
-			return Notification{}, false
-		}
+	holdDown := t.opts.HoldDown
+	if inc.Flapping {
+		holdDown = t.opts.Flapping.Quiet
+	} else if settled {
+		holdDown = 0
+	}
+	if inc.ResolvingSince.IsZero() {
+		inc.ResolvingSince = now
+		t.touch(inc)
+	}
+	if wait := inc.ResolvingSince.Add(holdDown).Sub(now); wait > 0 {
+		soonest(wait) // object stays indexed so the recheck finds it
+		return Notification{}, false
+	}
+	if n, ok := t.markFlapping(inc, now); ok {
+		// Quiet counts from when the problem went, as a hold-down does.
+		soonest(max(inc.ResolvingSince.Add(t.opts.Flapping.Quiet).Sub(now), time.Second))
+		return n, true
 	}
 	t.unindex(object, fp)
 	delete(t.open, fp)
 	inc.ResolvedAt = now
 	t.retire(inc)
-	return t.notify(inc, Resolved, now), true
+	return t.notify(inc, Resolved, now, ""), true
 }
 
 // retire keeps a resolved incident and drops the fingerprint's previous
@@ -263,6 +292,14 @@ func (t *Tracker) index(object, fp string) {
 	t.byObject[object][fp] = true
 }
 
+func (t *Tracker) setSettling(object, fp string, on bool) {
+	if on {
+		t.settling[object+"\x00"+fp] = true
+	} else {
+		delete(t.settling, object+"\x00"+fp)
+	}
+}
+
 func (t *Tracker) unindex(object, fp string) {
 	delete(t.byObject[object], fp)
 	if len(t.byObject[object]) == 0 {
@@ -271,8 +308,11 @@ func (t *Tracker) unindex(object, fp string) {
 }
 
 // notify makes the incident's next notification and records it as
-// pending for every sink until they accept it.
-func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time) Notification {
+// pending for every sink until they accept it. It says all there is to
+// say now, so an update held back is sent with it, or is moot.
+func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change string) Notification {
+	inc.HeldUntil = time.Time{}
+	delete(t.held, inc.Fingerprint)
 	inc.Seq++
 	inc.LastNotified = now
 	inc.NotifiedMembers = len(inc.Members)
@@ -280,9 +320,9 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time) Notificati
 	if inc.Grouped {
 		inc.Title = groupTitle(inc)
 	}
-	inc.Pending = append(inc.Pending, Pending{Seq: inc.Seq, Transition: tr, Time: now, Sinks: slices.Clone(inc.Sinks)})
+	inc.Pending = append(inc.Pending, Pending{Seq: inc.Seq, Transition: tr, Change: change, Time: now, Sinks: slices.Clone(inc.Sinks)})
 	t.touch(inc)
-	return Notification{Incident: snapshot(inc), Transition: tr, Seq: inc.Seq, Time: now}
+	return Notification{Incident: snapshot(inc), Transition: tr, Seq: inc.Seq, Time: now, Change: change}
 }
 
 func groupTitle(inc *Incident) string {
@@ -299,6 +339,7 @@ func snapshot(inc *Incident) Incident {
 	s.Refs = maps.Clone(inc.Refs)
 	s.Members = slices.Clone(inc.Members)
 	s.Sinks = slices.Clone(inc.Sinks)
+	s.Starts = slices.Clone(inc.Starts)
 	s.Pending = nil
 	return s
 }
@@ -306,90 +347,6 @@ func snapshot(inc *Incident) Incident {
 func restarts(facts map[string]string) int {
 	n, _ := strconv.Atoi(facts["restartCount"])
 	return n
-}
-
-// Delivered records that sink accepted n; a digest counts for every
-// notification it summarises.
-func (t *Tracker) Delivered(n Notification, sink string) {
-	if n.Transition == Digest {
-		for _, d := range n.Digest {
-			t.Delivered(d, sink)
-		}
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	inc := t.byID(n.Incident.ID)
-	if inc == nil {
-		return
-	}
-	for i := range inc.Pending {
-		p := &inc.Pending[i]
-		if p.Seq != n.Seq {
-			continue
-		}
-		if j := slices.Index(p.Sinks, sink); j >= 0 {
-			p.Sinks = slices.Delete(p.Sinks, j, j+1)
-			t.touch(inc)
-		}
-	}
-	inc.Pending = slices.DeleteFunc(inc.Pending, func(p Pending) bool { return len(p.Sinks) == 0 })
-}
-
-// Ref returns what sink stored for an incident with SetRef ("" if none).
-func (t *Tracker) Ref(incidentID, sink string) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if inc := t.byID(incidentID); inc != nil {
-		return inc.Refs[sink]
-	}
-	return ""
-}
-
-// SetRef stores a sink's reference to its message about an incident; it
-// is persisted with the incident, so edits in place survive a restart.
-func (t *Tracker) SetRef(incidentID, sink, ref string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	inc := t.byID(incidentID)
-	if inc == nil {
-		return
-	}
-	if inc.Refs == nil {
-		inc.Refs = map[string]string{}
-	}
-	inc.Refs[sink] = ref
-	t.touch(inc)
-}
-
-// byID finds an open or retained incident; t.mu must be held.
-func (t *Tracker) byID(id string) *Incident {
-	if inc := t.resolved[id]; inc != nil {
-		return inc
-	}
-	fp, _, _ := strings.Cut(id, "-") // IDs are <fingerprint>-<occurrence>
-	if inc := t.open[fp]; inc != nil && inc.ID == id {
-		return inc
-	}
-	return nil
-}
-
-// Undelivered returns, for every notification some sink has not accepted,
-// a copy addressed to just those sinks, oldest first: what a new leader or
-// a restarted herald must still send.
-func (t *Tracker) Undelivered() []Notification {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []Notification
-	for _, inc := range t.all() {
-		for _, p := range inc.Pending {
-			s := snapshot(inc)
-			s.Sinks = slices.Clone(p.Sinks)
-			out = append(out, Notification{Incident: s, Transition: p.Transition, Seq: p.Seq, Time: p.Time})
-		}
-	}
-	slices.SortFunc(out, func(a, b Notification) int { return a.Time.Compare(b.Time) })
-	return out
 }
 
 // MemberKeys lists every object key some open incident counts as
@@ -414,8 +371,10 @@ func (t *Tracker) DropRules(removed map[string]bool) int {
 		}
 		for _, m := range inc.Members {
 			t.unindex(m, fp)
+			t.setSettling(m, fp, false)
 		}
 		delete(t.open, fp)
+		delete(t.held, fp)
 		n++
 	}
 	if n > 0 {
@@ -500,6 +459,9 @@ func (t *Tracker) Restore(incs []Incident) {
 		t.open[inc.Fingerprint] = &inc
 		for _, m := range inc.Members {
 			t.index(m, inc.Fingerprint)
+		}
+		if !inc.HeldUntil.IsZero() {
+			t.held[inc.Fingerprint] = true
 		}
 	}
 }

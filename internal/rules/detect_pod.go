@@ -74,34 +74,55 @@ func restartDetail(f map[string]string) string {
 }
 
 // detectCrashLoop fires for every container the kubelet holds in
-// CrashLoopBackOff. Between crashes such a container is briefly running;
-// until it is running and ready again (an init container: exited 0) it is
-// reported as Sustaining, so the incident neither resolves nor fires
-// again with each crash cycle.
-func detectCrashLoop(obj runtime.Object, _ Params, _ time.Time) ([]Detection, error) {
+// CrashLoopBackOff. Between crashes such a container is briefly running,
+// even ready; until it has run ready for the settle time without a new
+// restart (an init container: until it exited 0) it is reported as
+// Sustaining, so the incident neither resolves nor fires again with each
+// crash cycle. The settle clock is the container's own startedAt, so a
+// restart of herald does not reset it.
+func detectCrashLoop(obj runtime.Object, p Params, now time.Time) ([]Detection, error) {
 	pod, err := asPod(obj)
 	if err != nil || gone(pod) {
 		return nil, err
 	}
 	var out []Detection
 	for _, cs := range containers(pod) {
-		recovered := cs.State.Running != nil && cs.Ready
-		if cs.init {
-			recovered = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-		} else if cs.sidecar {
-			recovered = cs.State.Running != nil && (cs.Started == nil || *cs.Started)
-		}
 		looping := cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
-		if !looping && (recovered || cs.RestartCount == 0) {
+		if !looping && cs.RestartCount == 0 {
 			continue
 		}
-		facts := restartFacts(cs.ContainerStatus)
-		out = append(out, Detection{
-			Reason: "CrashLoopBackOff", Container: cs.Name, Facts: facts,
-			Detail: restartDetail(facts), Sustaining: !looping,
-		})
+		d := Detection{Reason: "CrashLoopBackOff", Container: cs.Name, Facts: restartFacts(cs.ContainerStatus), Sustaining: !looping}
+		d.Detail = restartDetail(d.Facts)
+		if !looping {
+			left, up := settleLeft(cs, p.Settle, now)
+			if up && left <= 0 {
+				continue // recovered
+			}
+			d.Settling, d.RecheckAfter = up, left
+		}
+		out = append(out, d)
 	}
 	return out, nil
+}
+
+// settleLeft says whether a container that crashed before is up again
+// (running and ready; an init container: exited 0), and how long it must
+// stay up before it counts as recovered.
+func settleLeft(cs containerStatus, settle time.Duration, now time.Time) (left time.Duration, up bool) {
+	switch {
+	case cs.init:
+		return 0, cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+	case cs.State.Running == nil:
+		return 0, false
+	case cs.sidecar:
+		up = cs.Started == nil || *cs.Started
+	default:
+		up = cs.Ready
+	}
+	if !up || settle <= 0 || cs.State.Running.StartedAt.IsZero() {
+		return 0, up
+	}
+	return cs.State.Running.StartedAt.Add(settle).Sub(now), true
 }
 
 // detectOOMKilled fires when a container was killed for running out of

@@ -17,6 +17,10 @@ type Detection struct {
 	// Detail is one sentence for the message body.
 	Detail     string
 	Sustaining bool
+	// Settling marks a Sustaining detection whose object looks healthy
+	// and is only waiting out the detector's settle time: that wait is
+	// already a hold-down, so the incident resolves as soon as it ends.
+	Settling bool
 	// Since is when the problem began, if the object says.
 	Since time.Time
 	// RecheckAfter: the detection ends by itself after this long.
@@ -31,6 +35,8 @@ type Params struct {
 	Threshold int
 	Window    time.Duration
 	Reasons   []string
+	// Settle: how long a recovered container must stay up (crashloop).
+	Settle time.Duration
 }
 
 // Detector inspects one object and reports its problems.
@@ -41,14 +47,22 @@ type detectorSpec struct {
 	defaultFor       time.Duration
 	defaultThreshold int
 	defaultWindow    time.Duration
+	defaultSettle    time.Duration
 }
 
-func (p Params) withDefaults(s detectorSpec) Params {
+// withDefaults fills in the detector's defaults; settle is the rule's
+// setting (nil: unset; 0s is a setting).
+func (p Params) withDefaults(s detectorSpec, settle *time.Duration) Params {
 	if p.Threshold == 0 {
 		p.Threshold = s.defaultThreshold
 	}
 	if p.Window == 0 {
 		p.Window = s.defaultWindow
+	}
+	if settle == nil {
+		p.Settle = s.defaultSettle
+	} else {
+		p.Settle = *settle
 	}
 	return p
 }
@@ -57,7 +71,7 @@ func (p Params) withDefaults(s detectorSpec) Params {
 // describes each).
 var detectors = map[string]map[string]detectorSpec{
 	"Pod": {
-		"crashloop":       {detect: detectCrashLoop},
+		"crashloop":       {detect: detectCrashLoop, defaultSettle: time.Minute},
 		"oomkilled":       {detect: detectOOMKilled, defaultWindow: 10 * time.Minute},
 		"image-pull":      {detect: detectImagePull},
 		"container-error": {detect: detectContainerError},

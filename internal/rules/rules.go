@@ -53,10 +53,14 @@ type Finding struct {
 	RecheckAfter time.Duration
 	// Channel routes chat sinks; a namespace annotation may override it.
 	Channel string
+	// Settling: see Detection.Settling.
+	Settling bool
 	// Lifecycle settings of the rule, for the incident tracker.
 	GroupByWorkload bool
 	Repeat          time.Duration
 	RestartStep     int
+	// UpdateInterval paces the incident's updates (0: none).
+	UpdateInterval time.Duration
 	// Group is the workload a grouped finding belongs to, and GroupTotal
 	// how many pods it has; the reconcile loop fills them in from the
 	// cache (the rules see one object at a time).
@@ -83,7 +87,7 @@ type Rule struct {
 	include, exclude             []string
 	nsSelector, selector         labels.Selector
 	sinks                        []string
-	forDur, repeat               time.Duration
+	forDur, repeat, updateEvery  time.Duration
 	groupBy                      bool
 	channel                      string
 	restartStep                  int
@@ -145,6 +149,9 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 		groupBy: rc.GroupBy == "workload", repeat: rc.Repeat, restartStep: rc.RestartStep,
 		channel: rc.Channel,
 	}
+	if rc.UpdateInterval != nil { // set by config.Parse's defaults
+		r.updateEvery = *rc.UpdateInterval
+	}
 	if rc.Detector != "" {
 		spec, ok := detectors[kind][rc.Detector]
 		switch {
@@ -155,7 +162,7 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 		default:
 			r.detector = spec.detect
 			r.forDur = spec.defaultFor
-			r.params = r.params.withDefaults(spec)
+			r.params = r.params.withDefaults(spec, rc.Settle)
 		}
 	}
 	if rc.Condition != "" {
@@ -362,9 +369,9 @@ func (r *Rule) evaluate(in *input) ([]Finding, error) {
 		f := Finding{
 			Rule: r.name, Reason: d.Reason, Severity: r.severity,
 			Object: in.ref, Container: d.Container, Facts: boundFacts(d.Facts),
-			Sinks: r.sinks, Sustaining: d.Sustaining, For: r.forDur,
+			Sinks: r.sinks, Sustaining: d.Sustaining, Settling: d.Settling, For: r.forDur,
 			Since: d.Since, RecheckAfter: d.RecheckAfter,
-			GroupByWorkload: r.groupBy, Repeat: r.repeat, RestartStep: r.restartStep,
+			GroupByWorkload: r.groupBy, Repeat: r.repeat, RestartStep: r.restartStep, UpdateInterval: r.updateEvery,
 			Channel: r.channel,
 		}
 		if d.Object != nil {

@@ -68,7 +68,8 @@ func ruleYAML(kind, detector, extra string) string {
 	return fmt.Sprintf("rules:\n  - {name: r, kind: %s, detector: %s, severity: critical, sinks: [out]%s}\nsinks: [{name: out, stdout: {}}]\n", kind, detector, extra)
 }
 
-// describe renders findings as "Reason/container" ("~" marks sustaining).
+// describe renders findings as "Reason/container" ("~" marks sustaining,
+// "~settling" a sustaining finding that only waits out its settle time).
 func describe(fs []Finding) string {
 	var parts []string
 	for _, f := range fs {
@@ -78,6 +79,9 @@ func describe(fs []Finding) string {
 		}
 		if f.Sustaining {
 			s += "~"
+		}
+		if f.Settling {
+			s += "settling"
 		}
 		parts = append(parts, s)
 	}
@@ -91,6 +95,13 @@ func TestDetectors(t *testing.T) {
 		{"Pod", "crashloop", "", "crashloop.yaml", "CrashLoopBackOff/app"},
 		{"Pod", "crashloop", "", "between-crashes.yaml", "CrashLoopBackOff/app~"},
 		{"Pod", "crashloop", "", "recovered.yaml", ""},
+		// Ready again 3s ago after 6 restarts: not over until it has
+		// stayed up for the settle time (60s, or the rule's settle:).
+		{"Pod", "crashloop", "", "ready-briefly.yaml", "CrashLoopBackOff/app~settling"},
+		{"Pod", "crashloop", ", settle: 2s", "ready-briefly.yaml", ""},
+		{"Pod", "crashloop", ", settle: 0s", "ready-briefly.yaml", ""},
+		{"Pod", "crashloop", ", settle: 2s", "between-crashes.yaml", "CrashLoopBackOff/app~"},
+		{"Pod", "crashloop", "", "restarted-once-long-ago.yaml", ""},
 		{"Pod", "crashloop", "", "healthy.yaml", ""},
 		{"Pod", "crashloop", "", "init-crashloop.yaml", "CrashLoopBackOff/migrate"},
 		{"Pod", "crashloop", "", "init-done.yaml", ""},
@@ -290,5 +301,16 @@ sinks: [{name: o, stdout: {}}]
 		if !strings.HasPrefix(got[i], want[i]) {
 			t.Errorf("error %d:\n got  %s\n want %s…", i, got[i], want[i])
 		}
+	}
+}
+
+// TestCrashLoopSettleRecheck: a container settling after a crash loop is
+// looked at again exactly when its settle time ends, counted from its own
+// startedAt (so a restart of herald does not restart the clock).
+func TestCrashLoopSettleRecheck(t *testing.T) {
+	set := compile(t, ruleYAML("Pod", "crashloop", ""))
+	got, _ := set.Evaluate("Pod", loadObject(t, "ready-briefly.yaml"), now, nil)
+	if len(got) != 1 || got[0].RecheckAfter != 57*time.Second || !got[0].Settling {
+		t.Fatalf("findings %+v, want one settling finding rechecked after 57s", got)
 	}
 }

@@ -128,6 +128,9 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 	if len(fields) > 0 {
 		blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
 	}
+	if n.Change != "" {
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":arrows_counterclockwise: *Changed:* "+escape(n.Change), maxSection))))
+	}
 	if last := inc.Facts["lastMessage"]; last != "" && n.Transition != incident.Resolved {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(truncate("*Last termination message*\n```"+escape(last)+"```", maxSection)), nil, nil))
 	}
@@ -166,6 +169,9 @@ func ThreadNote(n incident.Notification, now time.Time) string {
 		return fmt.Sprintf(":white_check_mark: Resolved after %s.", now.Sub(n.Incident.FirstSeen).Round(time.Second))
 	case incident.Repeat:
 		return fmt.Sprintf(":repeat: Still firing after %s.", now.Sub(n.Incident.FirstSeen).Round(time.Second))
+	}
+	if n.Change != "" {
+		return truncate(":arrows_counterclockwise: "+escape(n.Change)+" · "+escape(n.Incident.Text), maxSection)
 	}
 	return ":arrows_counterclockwise: " + n.Incident.Text
 }

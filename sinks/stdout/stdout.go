@@ -60,8 +60,11 @@ func Format(n incident.Notification) string {
 		return strings.Join(lines, "\n")
 	}
 	text := n.Incident.Text
-	if n.Transition == incident.Resolved {
+	switch {
+	case n.Transition == incident.Resolved:
 		text = "resolved: " + n.Incident.Title
+	case n.Change != "":
+		text = n.Change + ": " + n.Incident.Title
 	}
 	return fmt.Sprintf("%s %-8s %-8s %s  [rule=%s id=%s]",
 		n.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(n.Transition)), n.Incident.Severity, text, n.Incident.Rule, n.ID())

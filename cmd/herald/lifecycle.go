@@ -1,0 +1,50 @@
+package main
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/incident"
+)
+
+// newTracker makes the incident tracker the configuration asks for, with
+// its metrics registered with reg.
+func newTracker(cfg config.Incidents, reg prometheus.Registerer) *incident.Tracker {
+	coalesced := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_notifications_coalesced_total",
+		Help: "Incident changes merged into a held update instead of sent on their own (update pacing), by rule.",
+	}, []string{"rule"})
+	tracker := incident.NewTracker(incident.Options{
+		Now:       time.Now,
+		HoldDown:  *cfg.ResolveHoldDown,
+		Retention: cfg.Retention,
+		Flapping:  incident.FlapOptions{Starts: *cfg.Flapping.Starts, Window: cfg.Flapping.Window, Quiet: cfg.Flapping.Quiet},
+		Coalesced: func(rule string) { coalesced.WithLabelValues(rule).Inc() },
+	})
+	reg.MustRegister(coalesced,
+		newByRuleGauge("herald_open_incidents", "Open incidents, by rule.", tracker.OpenByRule),
+		newByRuleGauge("herald_incidents_flapping", "Open incidents marked flapping (their problem keeps coming back), by rule.", tracker.FlappingByRule),
+	)
+	return tracker
+}
+
+// byRuleGauge exports a count by rule, read from the tracker at scrape
+// time.
+type byRuleGauge struct {
+	byRule func() map[string]int
+	desc   *prometheus.Desc
+}
+
+func newByRuleGauge(name, help string, byRule func() map[string]int) *byRuleGauge {
+	return &byRuleGauge{byRule: byRule, desc: prometheus.NewDesc(name, help, []string{"rule"}, nil)}
+}
+
+func (g *byRuleGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *byRuleGauge) Collect(ch chan<- prometheus.Metric) {
+	for rule, n := range g.byRule() {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n), rule)
+	}
+}

@@ -1,0 +1,34 @@
+package handlers
+
+import (
+	"context"
+	"time"
+)
+
+// heldTick is how often the leader looks for held updates that are due;
+// an update goes out at most this late after its interval ends.
+const heldTick = 500 * time.Millisecond
+
+// releaseHeld sends the updates the incident tracker held back for pacing
+// once they are due (internal/incident/pacing.go), until ctx ends. They
+// are not tied to any object's change, so no reconcile would send them.
+func (c *Controller) releaseHeld(ctx context.Context) {
+	tick := time.NewTicker(heldTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, n := range c.Incidents.ReleaseHeld(c.Now()) {
+			c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
+			c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "change", n.Change, "id", n.ID())
+			if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
+				// The ledger still lists it as pending: the next leader
+				// or restart sends it.
+				c.Logger.Error("dispatching a paced update failed", "id", n.ID(), "error", err)
+			}
+		}
+	}
+}

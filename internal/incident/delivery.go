@@ -1,0 +1,94 @@
+package incident
+
+import (
+	"slices"
+	"strings"
+)
+
+// This file is the tracker's delivery bookkeeping: which sinks have not
+// accepted which notification yet, and where a sink's message about an
+// incident is.
+
+// Delivered records that sink accepted n; a digest counts for every
+// notification it summarises.
+func (t *Tracker) Delivered(n Notification, sink string) {
+	if n.Transition == Digest {
+		for _, d := range n.Digest {
+			t.Delivered(d, sink)
+		}
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	inc := t.byID(n.Incident.ID)
+	if inc == nil {
+		return
+	}
+	for i := range inc.Pending {
+		p := &inc.Pending[i]
+		if p.Seq != n.Seq {
+			continue
+		}
+		if j := slices.Index(p.Sinks, sink); j >= 0 {
+			p.Sinks = slices.Delete(p.Sinks, j, j+1)
+			t.touch(inc)
+		}
+	}
+	inc.Pending = slices.DeleteFunc(inc.Pending, func(p Pending) bool { return len(p.Sinks) == 0 })
+}
+
+// Ref returns what sink stored for an incident with SetRef ("" if none).
+func (t *Tracker) Ref(incidentID, sink string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if inc := t.byID(incidentID); inc != nil {
+		return inc.Refs[sink]
+	}
+	return ""
+}
+
+// SetRef stores a sink's reference to its message about an incident; it
+// is persisted with the incident, so edits in place survive a restart.
+func (t *Tracker) SetRef(incidentID, sink, ref string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	inc := t.byID(incidentID)
+	if inc == nil {
+		return
+	}
+	if inc.Refs == nil {
+		inc.Refs = map[string]string{}
+	}
+	inc.Refs[sink] = ref
+	t.touch(inc)
+}
+
+// byID finds an open or retained incident; t.mu must be held.
+func (t *Tracker) byID(id string) *Incident {
+	if inc := t.resolved[id]; inc != nil {
+		return inc
+	}
+	fp, _, _ := strings.Cut(id, "-") // IDs are <fingerprint>-<occurrence>
+	if inc := t.open[fp]; inc != nil && inc.ID == id {
+		return inc
+	}
+	return nil
+}
+
+// Undelivered returns, for every notification some sink has not accepted,
+// a copy addressed to just those sinks, oldest first: what a new leader or
+// a restarted herald must still send.
+func (t *Tracker) Undelivered() []Notification {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Notification
+	for _, inc := range t.all() {
+		for _, p := range inc.Pending {
+			s := snapshot(inc)
+			s.Sinks = slices.Clone(p.Sinks)
+			out = append(out, Notification{Incident: s, Transition: p.Transition, Seq: p.Seq, Time: p.Time, Change: p.Change})
+		}
+	}
+	slices.SortFunc(out, func(a, b Notification) int { return a.Time.Compare(b.Time) })
+	return out
+}

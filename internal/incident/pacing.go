@@ -1,0 +1,95 @@
+package incident
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Update pacing. An incident's first notification goes out at once; a
+// material change after it (more pods of the workload, the restart count
+// up by the rule's step) goes out at once only if the last notification
+// is at least the rule's update interval old. Otherwise the update is
+// held until then, and every change meanwhile is merged into it: the
+// state at that time wins, and the update says what changed since the
+// last notification ("2 → 10 of 10 pods"). A resolved (or any other
+// notification) says it all and makes the held update moot. Pacing is
+// per incident, so one incident's held update never delays another's
+// first alert.
+
+// update sends an update of inc now, or holds it; changed says whether
+// this reconcile changed what the update would say (counted as merged
+// when an update is already held).
+func (t *Tracker) update(inc *Incident, now time.Time, changed bool) (Notification, bool) {
+	due := inc.HeldUntil
+	if due.IsZero() {
+		due = inc.LastNotified.Add(inc.updateEvery)
+	}
+	if inc.updateEvery <= 0 || !due.After(now) {
+		return t.notify(inc, Updated, now, change(inc)), true
+	}
+	if inc.HeldUntil.IsZero() {
+		inc.HeldUntil = due
+		t.held[inc.Fingerprint] = true
+		t.touch(inc)
+	} else if changed && t.opts.Coalesced != nil {
+		t.opts.Coalesced(inc.Rule)
+	}
+	return Notification{}, false
+}
+
+// ReleaseHeld sends the held updates that are due at now: those whose
+// incident still differs from what its last notification said. The
+// leader calls it periodically (handlers); nothing else sends them.
+func (t *Tracker) ReleaseHeld(now time.Time) []Notification {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var notes []Notification
+	for _, fp := range slices.Sorted(maps.Keys(t.held)) {
+		inc := t.open[fp]
+		switch {
+		case inc == nil || inc.HeldUntil.IsZero():
+			delete(t.held, fp)
+		case inc.HeldUntil.After(now):
+		case material(inc):
+			notes = append(notes, t.notify(inc, Updated, now, change(inc)))
+		default: // changed back to what was last said: nothing to say
+			inc.HeldUntil = time.Time{}
+			delete(t.held, fp)
+			t.touch(inc)
+		}
+	}
+	return notes
+}
+
+// NextHeld is when the earliest held update is due (zero: none held).
+func (t *Tracker) NextHeld() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var next time.Time
+	for fp := range t.held {
+		if inc := t.open[fp]; inc != nil && (next.IsZero() || inc.HeldUntil.Before(next)) {
+			next = inc.HeldUntil
+		}
+	}
+	return next
+}
+
+// material reports whether inc differs from what its last notification
+// said in a way worth an update (the hold was made for such a change;
+// this checks it still holds).
+func material(inc *Incident) bool {
+	if inc.Grouped {
+		return len(inc.Members) != inc.NotifiedMembers
+	}
+	return restarts(inc.Facts) > inc.NotifiedRestarts
+}
+
+// change says what an update changes since the last notification.
+func change(inc *Incident) string {
+	if inc.Grouped {
+		return fmt.Sprintf("%d → %d of %d pods", inc.NotifiedMembers, len(inc.Members), inc.Total)
+	}
+	return fmt.Sprintf("restarts %d → %d", inc.NotifiedRestarts, restarts(inc.Facts))
+}
