@@ -447,7 +447,13 @@ func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) 
 		c.addGroups(obj, findings)
 		c.route(obj, findings)
 	}
-	notes, recheck := c.Incidents.Reconcile(key.String(), findings)
+	var notes []incident.Notification
+	var recheck time.Duration
+	if exists {
+		notes, recheck = c.Incidents.Reconcile(key.String(), findings)
+	} else {
+		notes, recheck = c.Incidents.ReconcileGone(key.String())
+	}
 	if recheck > 0 {
 		c.queue.AddAfter(key, recheck)
 	}

@@ -221,3 +221,19 @@ func TestSettledCrashLoopSkipsHoldDown(t *testing.T) {
 		t.Errorf("gone without settling: %q, recheck %s; want the hold-down", transitions(notes), recheck)
 	}
 }
+
+// TestDeletedObjectSkipsHoldDown: a pod that is gone resolves its own
+// incident at once (it cannot come back: a replacement is a new
+// incident); a workload's incident still waits for the replacement pod.
+func TestDeletedObjectSkipsHoldDown(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now, HoldDown: 30 * time.Second})
+	tr.Reconcile("Pod/shop/web", []rules.Finding{podFinding("web", 1)})
+	if notes, _ := tr.ReconcileGone("Pod/shop/web"); transitions(notes) != "resolved " {
+		t.Errorf("deleted pod: %q, want resolved at once", transitions(notes))
+	}
+	tr.Reconcile("Pod/shop/api-0", []rules.Finding{pacedGroupFinding("api-0", 0)})
+	if notes, recheck := tr.ReconcileGone("Pod/shop/api-0"); len(notes) != 0 || recheck != 30*time.Second {
+		t.Errorf("deleted pod of a workload incident: %q, recheck %s; want the hold-down", transitions(notes), recheck)
+	}
+}

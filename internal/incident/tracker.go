@@ -77,6 +77,19 @@ func NewTracker(opts Options) *Tracker {
 // no findings. Callers never reconcile the same object concurrently (the
 // work queue ensures it); different objects may be reconciled in parallel.
 func (t *Tracker) Reconcile(object string, findings []rules.Finding) (notes []Notification, recheck time.Duration) {
+	return t.reconcile(object, findings, false)
+}
+
+// ReconcileGone is Reconcile for an object that no longer exists. Its
+// own incidents resolve without the hold-down: an object that is gone
+// cannot have the problem again (a replacement has a new UID, so a new
+// incident). A workload's incident still waits it out, for the pod that
+// replaces this one.
+func (t *Tracker) ReconcileGone(object string) (notes []Notification, recheck time.Duration) {
+	return t.reconcile(object, nil, true)
+}
+
+func (t *Tracker) reconcile(object string, findings []rules.Finding, gone bool) (notes []Notification, recheck time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.opts.Now()
@@ -117,7 +130,7 @@ func (t *Tracker) Reconcile(object string, findings []rules.Finding) (notes []No
 		if seen[fp] {
 			continue
 		}
-		if n, ok := t.leave(object, fp, now, soonest); ok {
+		if n, ok := t.leave(object, fp, gone, now, soonest); ok {
 			notes = append(notes, n)
 		}
 	}
@@ -211,7 +224,7 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 }
 
 // leave records that object no longer has the problem of incident fp.
-func (t *Tracker) leave(object, fp string, now time.Time, soonest func(time.Duration)) (Notification, bool) {
+func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest func(time.Duration)) (Notification, bool) {
 	// A member that was settling has already waited out its settle time:
 	// that wait stands in for the hold-down.
 	settled := t.settling[object+"\x00"+fp]
@@ -233,9 +246,12 @@ func (t *Tracker) leave(object, fp string, now time.Time, soonest func(time.Dura
 		return Notification{}, false
 	}
 	holdDown := t.opts.HoldDown
-	if inc.Flapping {
+	switch {
+	case gone && !inc.Grouped:
+		holdDown = 0
+	case inc.Flapping:
 		holdDown = t.opts.Flapping.Quiet
-	} else if settled {
+	case settled:
 		holdDown = 0
 	}
 	if inc.ResolvingSince.IsZero() {

@@ -56,9 +56,17 @@ func note(tr incident.Transition, seq int, restarts string) incident.Notificatio
 }
 
 func TestRenderGolden(t *testing.T) {
-	for _, tr := range []incident.Transition{incident.Firing, incident.Resolved} {
-		msg := Render(note(tr, 1, "5"), "prod-eu", t0.Add(12*time.Minute))
-		got, err := json.MarshalIndent(map[string]any{"text": msg.Text, "blocks": msg.Blocks, "metadata": msg.Metadata}, "", "  ")
+	for _, tr := range []incident.Transition{incident.Firing, incident.Updated, incident.Resolved} {
+		n := note(tr, 1, "5")
+		if tr == incident.Updated {
+			// A paced update: many changes merged into one message,
+			// which says what changed since the last one.
+			n = note(tr, 2, "25")
+			n.Change = "restarts 5 → 25"
+		}
+		msg := Render(n, "prod-eu", t0.Add(12*time.Minute))
+		thread := ThreadNote(n, t0.Add(12*time.Minute))
+		got, err := json.MarshalIndent(map[string]any{"text": msg.Text, "blocks": msg.Blocks, "metadata": msg.Metadata, "threadNote": thread}, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
