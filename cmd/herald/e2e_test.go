@@ -192,8 +192,13 @@ func setStatus(t *testing.T, client kubernetes.Interface, name string, state app
 
 // writePodStatus is setStatus for goroutines: it returns the error.
 func writePodStatus(client kubernetes.Interface, name string, state appState, restarts int32) error {
+	return writePodStatusIn(client, "default", name, state, restarts)
+}
+
+// writePodStatusIn is writePodStatus for a pod in namespace ns.
+func writePodStatusIn(client kubernetes.Interface, ns, name string, state appState, restarts int32) error {
 	ctx := context.Background()
-	pod, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -209,7 +214,7 @@ func writePodStatus(client kubernetes.Interface, name string, state appState, re
 	sidecar := corev1.ContainerStatus{Name: "sidecar", Image: "example.com/sidecar:1", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{app, sidecar}}
-	_, err = client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	_, err = client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 	return err
 }
 
