@@ -493,6 +493,12 @@ func (c *Controller) addGroups(obj runtime.Object, findings []rules.Finding) {
 			continue
 		}
 		kind, name := watcher.Workload(m)
+		if kind == "Pod" {
+			// A pod of its own: a group of one would only read "1/1
+			// pods"; it is an incident about the pod.
+			f.GroupByWorkload = false
+			continue
+		}
 		f.Group = &rules.ObjectRef{Kind: kind, Namespace: m.GetNamespace(), Name: name}
 		f.GroupTotal = c.Watcher.CountByWorkload(m.GetNamespace(), kind, name)
 	}

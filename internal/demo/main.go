@@ -1,7 +1,9 @@
 // Command demo shows herald's main job on a machine with nothing but Go:
 // it starts a local control plane, runs the herald binary against it with
-// examples/demo.yaml, makes a pod crash-loop and recover, deletes another
-// while it crash-loops, and prints herald's notifications as they arrive.
+// examples/demo.yaml, and prints herald's notifications as they arrive: a
+// Deployment's pods crashing together (one alert, one paced update), a
+// crash loop that is ready between crashes (one incident), recoveries
+// after the settle time, and a pod deleted while it crash-loops.
 //
 //	go run ./internal/demo -herald bin/herald -config examples/demo.yaml
 package main
@@ -14,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/herald-k8s/herald/internal/testenv"
 )
@@ -99,8 +103,9 @@ func run(heraldBin, configPath string) error {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	say("creating pods web-1, web-2 and api in namespace %s, all healthy", ns)
-	for _, name := range []string{"web-1", "web-2", "api"} {
+	web := []string{"web-5d8f-a", "web-5d8f-b", "web-5d8f-c", "web-5d8f-d", "web-5d8f-e"}
+	say("creating the Deployment web's 5 pods, and pods api and worker, in namespace %s, all healthy", ns)
+	for _, name := range append(slices.Clone(web), "api", "worker") {
 		if err := createPod(ctx, client, name); err != nil {
 			return err
 		}
@@ -108,49 +113,77 @@ func run(heraldBin, configPath string) error {
 			return err
 		}
 	}
+	sent := 0
+	seen := func(lines []string) { sent += len(lines) }
 
-	say("api starts crash-looping (exit code 1): expect one FIRING")
-	if err := setStatus(ctx, client, "api", "crashloop", 1); err != nil {
-		return err
-	}
-	if err := expect(lines, "FIRING", "demo/api"); err != nil {
-		return err
-	}
-	say("api keeps crashing, five more restarts: between crashes herald stays quiet; one UPDATED once the count has risen by 5 (restartStep)")
-	for i := range int32(5) {
-		state := "starting"
-		if i%2 == 1 {
-			state = "crashloop"
+	say("a storm: web's 5 pods crash within 2 s. Expect one FIRING at once, and one UPDATED when the 10s update interval ends (without pacing: 1 firing + 4 updates)")
+	start := time.Now()
+	for i, name := range web {
+		if err := setStatus(ctx, client, name, "crashloop", 1); err != nil {
+			return err
 		}
-		if err := setStatus(ctx, client, "api", state, 2+i); err != nil {
+		if i == 0 {
+			if err := expect(lines, seen, "FIRING", "demo/web"); err != nil {
+				return err
+			}
+			say("first alert %s after the first crash", time.Since(start).Round(time.Millisecond))
+		}
+		time.Sleep(400 * time.Millisecond) // the storm's pace
+	}
+	if err := expect(lines, seen, "UPDATED", "1 → 5 of 5 pods"); err != nil {
+		return err
+	}
+	say("one update, %s after the first crash, saying what changed", time.Since(start).Round(time.Second))
+
+	say("a flapping crash loop: api crashes 4 times and is running and ready for 2 s between crashes. Expect one FIRING and nothing more while it cycles (without the settle time: a firing and a resolved per cycle)")
+	var recovered time.Time
+	for i := range int32(4) {
+		if err := setStatus(ctx, client, "api", "crashloop", 1+i); err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := expect(lines, seen, "FIRING", "demo/api"); err != nil {
+				return err
+			}
+		}
+		time.Sleep(time.Second) // the crash loop's pace: 1 s in back-off
+		recovered = time.Now()
+		if err := setStatus(ctx, client, "api", "ready", 1+i); err != nil {
+			return err
+		}
+		time.Sleep(2 * time.Second) // 2 s ready before the next crash
+	}
+	say("api stays ready: expect one RESOLVED once it has been up for the 10s settle time")
+	if err := expectOnly(lines, seen, "demo/api", "RESOLVED"); err != nil {
+		return err
+	}
+	say("api resolved %s after it recovered", time.Since(recovered).Round(time.Second))
+
+	say("web's pods recover together: expect one RESOLVED after the settle time (no update per pod)")
+	for _, name := range web {
+		if err := setStatus(ctx, client, name, "ready", 1); err != nil {
 			return err
 		}
 	}
-	if err := expect(lines, "UPDATED", "demo/api"); err != nil {
+	if err := expectOnly(lines, seen, "demo/web", "RESOLVED"); err != nil {
 		return err
 	}
-	say("api recovers (running and ready): expect one RESOLVED")
-	if err := setStatus(ctx, client, "api", "ready", 7); err != nil {
+
+	say("worker crash-loops and is then deleted: expect FIRING, then RESOLVED at once (a deleted pod cannot come back)")
+	if err := setStatus(ctx, client, "worker", "crashloop", 4); err != nil {
 		return err
 	}
-	if err := expect(lines, "RESOLVED", "demo/api"); err != nil {
-		return err
-	}
-	say("web-2 crash-loops and is then deleted: expect FIRING, then RESOLVED")
-	if err := setStatus(ctx, client, "web-2", "crashloop", 4); err != nil {
-		return err
-	}
-	if err := expect(lines, "FIRING", "demo/web-2"); err != nil {
+	if err := expect(lines, seen, "FIRING", "demo/worker"); err != nil {
 		return err
 	}
 	zero := int64(0)
-	if err := client.CoreV1().Pods(ns).Delete(ctx, "web-2", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "worker", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		return err
 	}
-	if err := expect(lines, "RESOLVED", "demo/web-2"); err != nil {
+	if err := expect(lines, seen, "RESOLVED", "demo/worker"); err != nil {
 		return err
 	}
-	say("demo complete: 5 notifications, one per change that matters")
+	say("demo complete: %d notifications for 3 incidents, 5 pods in a storm and 4 crash cycles", sent)
 	return nil
 }
 
@@ -166,15 +199,19 @@ func waitForLog(path, text string, timeout time.Duration) error {
 	return fmt.Errorf("herald did not log %s within %s (see %s)", text, timeout, path)
 }
 
-// expect waits for herald to print a line containing every word.
-func expect(lines <-chan string, words ...string) error {
-	timeout := time.After(30 * time.Second)
+// expect waits for herald to print a line containing every word; the
+// lines it read on the way (this one included) go to seen.
+func expect(lines <-chan string, seen func([]string), words ...string) error {
+	timeout := time.After(40 * time.Second)
+	var read []string
+	defer func() { seen(read) }()
 	for {
 		select {
 		case line, ok := <-lines:
 			if !ok {
 				return fmt.Errorf("herald exited before printing %v", words)
 			}
+			read = append(read, line)
 			match := true
 			for _, w := range words {
 				match = match && strings.Contains(line, w)
@@ -183,15 +220,32 @@ func expect(lines <-chan string, words ...string) error {
 				return nil
 			}
 		case <-timeout:
-			return fmt.Errorf("no notification with %v within 30s", words)
+			return fmt.Errorf("no notification with %v within 40s", words)
 		}
 	}
 }
 
+// expectOnly is expect for object's next line, which must say word:
+// anything else about object before it is an error.
+func expectOnly(lines <-chan string, seen func([]string), object, word string) error {
+	var read []string
+	err := expect(lines, func(l []string) { read = l; seen(l) }, object)
+	if err == nil && !strings.Contains(read[len(read)-1], word) {
+		return fmt.Errorf("herald printed %q, want %s for %s", read[len(read)-1], word, object)
+	}
+	return err
+}
+
+// createPod makes a pod; web-5d8f-* belong to the ReplicaSet web-5d8f of
+// the Deployment web, as its controller would make them.
 func createPod(ctx context.Context, client kubernetes.Interface, name string) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/" + name + ":1"}}},
+	}
+	if strings.HasPrefix(name, "web-5d8f-") {
+		pod.Labels = map[string]string{"app": "web", "pod-template-hash": "5d8f"}
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f", UID: "web-5d8f", Controller: ptr.To(true)}}
 	}
 	_, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	return err

@@ -9,24 +9,31 @@ import (
 
 // Update pacing. An incident's first notification goes out at once; a
 // material change after it (more pods of the workload, the restart count
-// up by the rule's step) goes out at once only if the last notification
-// is at least the rule's update interval old. Otherwise the update is
-// held until then, and every change meanwhile is merged into it: the
+// up by the rule's step) is held until the rule's update interval has
+// passed since the last notification (and for a short gather time at
+// least), and every change meanwhile is merged into it: the
 // state at that time wins, and the update says what changed since the
 // last notification ("2 → 10 of 10 pods"). A resolved (or any other
 // notification) says it all and makes the held update moot. Pacing is
 // per incident, so one incident's held update never delays another's
 // first alert.
 
+// gather is the least time a paced update waits, even when the last
+// notification is older than the interval: the pods of a workload that
+// recover (or crash) together change the incident within moments, and
+// one update says it all.
+const gather = 2 * time.Second
+
 // update sends an update of inc now, or holds it; changed says whether
 // this reconcile changed what the update would say (counted as merged
 // when an update is already held).
 func (t *Tracker) update(inc *Incident, now time.Time, changed bool) (Notification, bool) {
+	every := inc.updateEvery
 	due := inc.HeldUntil
 	if due.IsZero() {
-		due = inc.LastNotified.Add(inc.updateEvery)
+		due = later(inc.LastNotified.Add(every), now.Add(min(every, gather)))
 	}
-	if inc.updateEvery <= 0 || !due.After(now) {
+	if every <= 0 || !due.After(now) {
 		return t.notify(inc, Updated, now, change(inc)), true
 	}
 	if inc.HeldUntil.IsZero() {
@@ -92,4 +99,11 @@ func change(inc *Incident) string {
 		return fmt.Sprintf("%d → %d of %d pods", inc.NotifiedMembers, len(inc.Members), inc.Total)
 	}
 	return fmt.Sprintf("restarts %d → %d", inc.NotifiedRestarts, restarts(inc.Facts))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -74,12 +74,24 @@ func TestPacingLatestStateWins(t *testing.T) {
 	if notes := tr.ReleaseHeld(clock.t); len(notes) != 0 {
 		t.Errorf("a change that reverted was sent: %s %q", transitions(notes), notes[0].Change)
 	}
-	tr.Reconcile("Pod/shop/api-1", f("api-1")) // a minute since the firing: at once
-	tr.Reconcile("Pod/shop/api-2", f("api-2")) // held
-	notes, _ := tr.Reconcile("Pod/shop/api-0", nil)
-	notes2, _ := tr.Reconcile("Pod/shop/api-1", nil)
-	notes3, _ := tr.Reconcile("Pod/shop/api-2", nil)
-	if got := transitions(append(append(notes, notes2...), notes3...)); got != "resolved " {
+	// A minute since the firing: held only for the gather time, in
+	// which pods that change together are merged.
+	tr.Reconcile("Pod/shop/api-1", f("api-1"))
+	tr.Reconcile("Pod/shop/api-2", f("api-2"))
+	if next := tr.NextHeld(); !next.Equal(clock.t.Add(gather)) {
+		t.Errorf("held until %s, want now + %s", next, gather)
+	}
+	clock.t = clock.t.Add(gather)
+	if notes := tr.ReleaseHeld(clock.t); len(notes) != 1 || notes[0].Change != "1 → 3 of 10 pods" {
+		t.Fatalf("after the gather time: %v", notes)
+	}
+	tr.Reconcile("Pod/shop/api-3", f("api-3")) // held
+	var notes []Notification
+	for i := range 4 { // all recover at once
+		n, _ := tr.Reconcile(fmt.Sprintf("Pod/shop/api-%d", i), nil)
+		notes = append(notes, n...)
+	}
+	if got := transitions(notes); got != "resolved " {
 		t.Errorf("recovery while an update is held: %q, want only resolved", got)
 	}
 	clock.t = clock.t.Add(time.Hour)

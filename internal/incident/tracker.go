@@ -333,7 +333,7 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change str
 	inc.LastNotified = now
 	inc.NotifiedMembers = len(inc.Members)
 	inc.NotifiedRestarts = restarts(inc.Facts)
-	if inc.Grouped {
+	if inc.Grouped && tr != Resolved { // resolved: the title says what it was
 		inc.Title = groupTitle(inc)
 	}
 	inc.Pending = append(inc.Pending, Pending{Seq: inc.Seq, Transition: tr, Change: change, Time: now, Sinks: slices.Clone(inc.Sinks)})
