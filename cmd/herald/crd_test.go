@@ -106,6 +106,7 @@ func TestCELRuleOnCustomResource(t *testing.T) {
 	recv := newReceiver(t)
 	metricsAddr := freeAddr(t)
 	logs := startHeraldArgs(t, env, fmt.Sprintf(`
+incidents: {resolveHoldDown: 0s}   # the hold-down is not what this test is about
 rules:
   - name: widget-broken
     kind: Widget

@@ -232,6 +232,7 @@ rules:
     detector: crashloop
     severity: critical
     restartStep: -1   # no updates on restart counts: this test wants silence
+    settle: 2s        # recovered after 2s ready (default 60s), to keep the test short
     sinks: [hook]
 sinks:
   - name: hook

@@ -114,9 +114,11 @@ func newLoadHarnessWith(t *testing.T, opts harnessOptions) *loadHarness {
 	}()
 	h.cfg = filepath.Join(h.dir, "herald.yaml")
 	os.WriteFile(h.cfg, []byte(fmt.Sprintf(`
-incidents: {startup: notify}
+# The load counts every crash and every recovery as a transition to
+# deliver: the damping that merges them (docs/incidents.md) is off.
+incidents: {startup: notify, resolveHoldDown: 0s, flapping: {starts: 0}}
 rules:
-  - {name: pod-crashloop, kind: Pod, detector: crashloop, restartStep: -1, sinks: [hook]}
+  - {name: pod-crashloop, kind: Pod, detector: crashloop, restartStep: -1, settle: 0s, sinks: [hook]}
 sinks:
   - {name: hook, webhook: {url: %s/herald}, queueSize: 5000}
 `, recv.URL)), 0o600)

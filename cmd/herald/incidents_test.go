@@ -80,7 +80,10 @@ func TestRestartIsQuiet(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
-	cfg := ledgerConfig(recv.URL, "\n    restartStep: 5")
+	// Pacing would hold app-3's update (pacing across a restart is
+	// TestRestartWithAHeldUpdate); a short settle and hold-down keep the
+	// test short.
+	cfg := strings.Replace(ledgerConfig(recv.URL, "\n    restartStep: 5\n    settle: 2s"), "incidents:\n", "incidents:\n  updateInterval: 0s\n  resolveHoldDown: 5s\n", 1)
 
 	first := startedHerald(t, env, cfg)
 	crashPods(t, client, "app", 50)
@@ -161,7 +164,9 @@ func TestGroupByWorkloadOnControlPlane(t *testing.T) {
 	recv := newReceiver(t)
 	h := startedHerald(t, env, fmt.Sprintf(`
 rules:
-  - {name: pod-crashloop, kind: Pod, detector: crashloop, groupBy: workload, sinks: [hook]}
+  # Every change on its own (the paced storm is TestWorkloadStormIsPaced);
+  # recovered after 1s ready.
+  - {name: pod-crashloop, kind: Pod, detector: crashloop, groupBy: workload, updateInterval: 0s, settle: 1s, sinks: [hook]}
 sinks:
   - {name: hook, webhook: {url: %s/herald}}
 `, recv.URL))

@@ -124,13 +124,14 @@ func TestWorkloadStormIsPaced(t *testing.T) {
 	got := record(recv)
 	createNamespaces(t, client, "paced", "unpaced", "many")
 	const interval = 10 * time.Second
+	metrics := freeAddr(t)
 	h := startedHerald(t, env, fmt.Sprintf(`
 rules:
   - {name: paced, kind: Pod, detector: crashloop, groupBy: workload, updateInterval: %s, namespaces: {include: [paced, many]}, sinks: [hook]}
   - {name: unpaced, kind: Pod, detector: crashloop, groupBy: workload, updateInterval: 0s, namespaces: {include: [unpaced]}, sinks: [hook]}
 sinks:
   - {name: hook, webhook: {url: %s/herald}, queueSize: 2000}
-`, interval, recv.URL))
+`, interval, recv.URL), "--metrics-addr", metrics)
 	defer h.stop()
 
 	paced := deploymentPods(t, client, "paced", "api", 10)
@@ -174,6 +175,10 @@ sinks:
 		t.Errorf("paced update came %s after the firing, want the interval (%s)", early, interval)
 	}
 	t.Logf("paced: firing, then %q %s later; unpaced: %d notifications", update.p.Change, update.at.Sub(firing.at).Round(time.Millisecond), len(unpacedGot))
+	// Nine changes (450 ms apart), one update: eight merged into it.
+	if n := metricValue(t, metrics, `herald_notifications_coalesced_total{rule="paced"}`); n != 8 {
+		t.Errorf("herald_notifications_coalesced_total{rule=paced} = %v, want 8", n)
+	}
 
 	// 100 Deployments crash within 10 s: each first alert at once.
 	crashAt := map[string]time.Time{}

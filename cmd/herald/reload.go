@@ -80,7 +80,8 @@ func (r *reloader) apply() error {
 	if cfg.Workers != r.current.Workers {
 		needRestart = append(needRestart, "workers")
 	}
-	if cfg.Incidents != r.current.Incidents {
+	// By value: the settings whose zero means "off" are pointers.
+	if !reflect.DeepEqual(cfg.Incidents, r.current.Incidents) {
 		needRestart = append(needRestart, "incidents")
 	}
 	if len(needRestart) > 0 {

@@ -64,6 +64,9 @@ func TestHotReload(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "rules[1].condition: CEL: Syntax error") {
 		t.Errorf("the rejection does not say where:\n%s", h.logs)
 	}
+	// The incidents block needs a restart: rejected as a whole.
+	os.WriteFile(cfgPath, []byte("incidents: {updateInterval: 5s}\n"+file(rule("team-a", "a")+rule("team-b", "b"))), 0o600)
+	waitLog(`incidents changed: these take effect at a restart`, 1)
 	crash("b-2", "b") // team-b is still in force
 	if got := recv.next(t, 10*time.Second); got.Object.Name != "b-2" || got.Incident.Rule != "team-b" {
 		t.Fatalf("after the broken file: %s by %s, want b-2 by team-b", got.Object.Name, got.Incident.Rule)
@@ -141,7 +144,7 @@ func TestReloadCachesPodsWholeForCEL(t *testing.T) {
 // the new pod informer gets the workload index before it starts, so two
 // crashing pods of a Deployment of three are still one incident, "2/3".
 func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
-	groupRule := "  - {name: crash, kind: Pod, detector: crashloop, groupBy: workload, sinks: [hook]}\n"
+	groupRule := "  - {name: crash, kind: Pod, detector: crashloop, groupBy: workload, updateInterval: 0s, sinks: [hook]}\n"
 	client, recv, h, sinks := reloadingHerald(t, groupRule)
 	createDeploymentPods(t, client, 3)
 	celRule := "  - {name: never, kind: Pod, condition: 'object.metadata.name == \"no-such-pod\"', sinks: [hook]}\n"

@@ -116,12 +116,15 @@ func awaitComplete(o *observer, timeout time.Duration) {
 // heraldConfig is the configuration herald runs with: the crash-loop
 // rule on every pod, notifying the loopback webhook.
 func heraldConfig(url string) string {
-	return fmt.Sprintf(`# herald-bench: one crash-loop rule, one webhook.
-incidents: {startup: silent}
+	return fmt.Sprintf(`# herald-bench: one crash-loop rule, one webhook. The bench measures the
+# delivery of every crash and every recovery, so the damping that merges
+# them (settle time, hold-down, flap damping; docs/incidents.md) is off.
+incidents: {startup: silent, resolveHoldDown: 0s, flapping: {starts: 0}}
 rules:
   - name: pod-crashloop
     kind: Pod
     detector: crashloop
+    settle: 0s
     restartStep: -1
     sinks: [hook]
 sinks:
