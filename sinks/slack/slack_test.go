@@ -242,3 +242,39 @@ func TestStormIsRateLimitedAndComplete(t *testing.T) {
 	}
 	t.Logf("600 notifications in %d messages over %s", len(calls), calls[len(calls)-1].At.Sub(calls[0].At).Round(time.Millisecond))
 }
+
+// TestPacedStormInSlack: a workload's ten pods crash within seconds. With
+// the tracker's update pacing, Slack gets one message, one edit and one
+// thread note saying what changed (it was 1 message, 9 edits and 9 notes).
+func TestPacedStormInSlack(t *testing.T) {
+	api := newFakeSlack(t)
+	clock := t0
+	tracker := incident.NewTracker(incident.Options{Now: func() time.Time { return clock }})
+	s := New(Options{Name: "slack", Token: "xoxb-test-token", Channel: "#alerts", APIURL: api.URL, Refs: tracker})
+	send := func(notes []incident.Notification) {
+		for _, n := range notes {
+			if err := s.Send(context.Background(), n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	group := &rules.ObjectRef{Kind: "Deployment", Namespace: "shop", Name: "api"}
+	for i := range 10 {
+		pod := fmt.Sprintf("api-5d8f-%d", i)
+		f := rules.Finding{Rule: "pod-crashloop", Reason: "CrashLoopBackOff", Severity: "critical", Container: "app",
+			Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: pod, UID: "uid-" + pod}, Facts: map[string]string{"restartCount": "2"},
+			Sinks: []string{"slack"}, GroupByWorkload: true, Group: group, GroupTotal: 10, UpdateInterval: 30 * time.Second}
+		notes, _ := tracker.Reconcile("Pod/shop/"+pod, []rules.Finding{f})
+		send(notes)
+		clock = clock.Add(500 * time.Millisecond)
+	}
+	clock = t0.Add(30 * time.Second)
+	send(tracker.ReleaseHeld(clock))
+	calls := api.snapshot()
+	if len(calls) != 3 || calls[0].Method != "chat.postMessage" || calls[1].Method != "chat.update" || calls[2].ThreadTS == "" {
+		t.Fatalf("%d calls, want a post, an edit and a thread note: %+v", len(calls), calls)
+	}
+	if !strings.Contains(calls[2].Text, "1 → 10 of 10 pods") || !strings.Contains(string(calls[1].Blocks), "10/10 pods") {
+		t.Errorf("the edit and note do not say what changed: %q / %s", calls[2].Text, calls[1].Blocks)
+	}
+}
