@@ -25,7 +25,22 @@ type Config struct {
 	file  string
 	pos   positions
 	lines []string // the file's text, to place errors inside values
+	// offline: secrets and TLS files are listed, not read (validate
+	// --offline, for CI pipelines without the production secrets).
+	offline bool
+	needs   []Need
 }
+
+// Need is a secret or file the configuration reads when herald starts:
+// where it is referenced and where it comes from (never its value).
+type Need struct {
+	Path   string // e.g. sinks[0].slack.token
+	Source string // e.g. "env SLACK_BOT_TOKEN", "file /var/run/secrets/herald/slack/token"
+}
+
+// Needs lists what the configuration reads at start, in file order: the
+// secrets and TLS files a deployment must provide.
+func (c *Config) Needs() []Need { return c.needs }
 
 // Incidents tune the incident lifecycle and the ledger.
 type Incidents struct {
@@ -172,9 +187,21 @@ func Load(path string) (*Config, error) {
 	return Parse(path, data)
 }
 
+// LoadOffline is Load without reading secrets or TLS files: everything
+// else is checked as Load does, and Needs lists what would be read.
+func LoadOffline(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return parse(path, data, true)
+}
+
 // Parse is Load for data already in memory; file is used in error messages.
-func Parse(file string, data []byte) (*Config, error) {
-	cfg := &Config{file: file, pos: positions{}, lines: strings.Split(string(data), "\n")}
+func Parse(file string, data []byte) (*Config, error) { return parse(file, data, false) }
+
+func parse(file string, data []byte, offline bool) (*Config, error) {
+	cfg := &Config{file: file, pos: positions{}, lines: strings.Split(string(data), "\n"), offline: offline}
 	var errs Errors
 	decodeDocument(file, data, cfg, cfg.pos, &errs)
 	if len(errs) > 0 && (errs[0].Line == 0 || strings.HasPrefix(errs[0].Msg, "YAML syntax error") || len(cfg.Rules)+len(cfg.Sinks) == 0) {

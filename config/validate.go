@@ -237,6 +237,11 @@ func (c *Config) resolveSecret(p string, r *SecretRef, add func(string, string, 
 		add(p+".value", "a secret in the config body needs allowPlaintext: true; prefer file: or env:")
 	case r.Value != "":
 		r.resolved = Secret(r.Value)
+		c.need(p, "value in the configuration (allowPlaintext)")
+	case c.offline && r.Env != "":
+		c.need(p, "env "+r.Env)
+	case c.offline:
+		c.need(p, "file "+r.File)
 	case r.Env != "":
 		v, ok := os.LookupEnv(r.Env)
 		if !ok || v == "" {
@@ -256,13 +261,23 @@ func (c *Config) resolveSecret(p string, r *SecretRef, add func(string, string, 
 	}
 }
 
+// need records, offline, what the configuration will read at start.
+func (c *Config) need(path, source string) {
+	if c.offline {
+		c.needs = append(c.needs, Need{Path: path, Source: source})
+	}
+}
+
 func (c *Config) validateTLS(p string, t TLSConfig, add func(string, string, ...any)) {
-	for field, path := range map[string]string{"caFile": t.CAFile, "certFile": t.CertFile, "keyFile": t.KeyFile} {
-		if path == "" {
-			continue
-		}
-		if _, err := os.Stat(path); err != nil {
-			add(p+"."+field, "cannot read %s: %v", path, errors.Unwrap(err))
+	for _, f := range []struct{ field, path string }{{"caFile", t.CAFile}, {"certFile", t.CertFile}, {"keyFile", t.KeyFile}} {
+		switch {
+		case f.path == "":
+		case c.offline:
+			c.need(p+"."+f.field, "file "+f.path)
+		default:
+			if _, err := os.Stat(f.path); err != nil {
+				add(p+"."+f.field, "cannot read %s: %v", f.path, errors.Unwrap(err))
+			}
 		}
 	}
 	if (t.CertFile == "") != (t.KeyFile == "") {

@@ -91,6 +91,7 @@ func TestBadConfigCorpus(t *testing.T) {
 			}
 		})
 	}
+	checkCorpusOffline(t, files)
 	if n := conns.Load(); n != 0 {
 		t.Errorf("herald made %d connections to the API server with bad configurations", n)
 	}
@@ -109,4 +110,39 @@ func TestBadConfigCorpus(t *testing.T) {
 	if n := conns.Load(); n != 0 {
 		t.Errorf("herald made %d connections with unreadable configurations", n)
 	}
+}
+
+// readingError matches the errors only reading a secret or TLS file finds:
+// validate --offline does not read them.
+var readingError = regexp.MustCompile(`(\.env: environment variable .* is not set or empty|\.file: cannot read the secret|\.file: the secret file .* is empty|(caFile|certFile|keyFile): cannot read )`)
+
+// checkCorpusOffline: validate --offline finds every error of the corpus
+// but those of reading secrets and files, with the same positions; a file
+// whose errors are all of that kind passes.
+func checkCorpusOffline(t *testing.T, files []string) {
+	t.Helper()
+	passed := 0
+	for _, file := range files {
+		var stdout, stderr bytes.Buffer
+		code := runMain(context.Background(), []string{"validate", "--offline", "-f", file}, &stdout, &stderr)
+		golden, err := os.ReadFile(strings.TrimSuffix(file, ".yaml") + ".err")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, line := range strings.Split(strings.TrimSpace(string(golden)), "\n") {
+			if !readingError.MatchString(line) {
+				want = append(want, line)
+			}
+		}
+		switch {
+		case len(want) == 0 && code == 0:
+			passed++
+		case len(want) == 0:
+			t.Errorf("validate --offline %s: exit %d, want 0 (its only errors are reading secrets or files):\n%s", file, code, stderr.String())
+		case code != 1 || strings.TrimSpace(stderr.String()) != strings.Join(want, "\n"):
+			t.Errorf("validate --offline %s: exit %d\n%s\nwant exit 1 and\n%s", file, code, stderr.String(), strings.Join(want, "\n"))
+		}
+	}
+	t.Logf("validate --offline: %d of %d broken configurations fail as they should; %d are only missing secrets or files", len(files)-passed, len(files), passed)
 }

@@ -19,7 +19,7 @@ const usage = `herald watches a Kubernetes cluster and notifies people when some
 
 Usage:
   herald run --config FILE [--kubeconfig FILE] [--log-format json|text] [--log-level LEVEL]
-  herald validate -f FILE
+  herald validate -f FILE [--offline]
   herald test -f FILE (--object OBJECTS.yaml ... | --kubeconfig FILE)
   herald version
 `

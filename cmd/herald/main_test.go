@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,6 +57,35 @@ func TestValidate(t *testing.T) {
 	stderr.Reset()
 	if code := runMain(context.Background(), []string{"validate", "-f", "testdata/unknown-detector.yaml"}, &stdout, &stderr); code != 1 {
 		t.Errorf("validate of a bad file: exit %d, want 1", code)
+	}
+}
+
+// TestValidateOffline: with none of the secrets in the environment (a CI
+// pipeline), plain validate fails on the examples and validate --offline
+// passes, listing what herald will read at start.
+func TestValidateOffline(t *testing.T) {
+	for _, v := range []string{"SLACK_BOT_TOKEN", "HERALD_WEBHOOK_SECRET"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v) // restored by Setenv's cleanup
+	}
+	examples, _ := filepath.Glob("../../examples/*.yaml")
+	listed := ""
+	for _, ex := range examples {
+		var stdout, stderr bytes.Buffer
+		if code := runMain(context.Background(), []string{"validate", "--offline", "-f", ex}, &stdout, &stderr); code != 0 {
+			t.Errorf("validate --offline %s: exit %d: %s", ex, code, stderr.String())
+		}
+		listed += stdout.String()
+	}
+	for _, want := range []string{"sinks[0].slack.token: env SLACK_BOT_TOKEN", "sinks[0].webhook.secrets[0]: env HERALD_WEBHOOK_SECRET"} {
+		if !strings.Contains(listed, want) {
+			t.Errorf("validate --offline does not list %q:\n%s", want, listed)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"validate", "-f", "../../examples/crash-to-slack.yaml"}, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "environment variable SLACK_BOT_TOKEN is not set or empty") {
+		t.Errorf("plain validate without the secret: exit %d, %s; want 1 naming the variable", code, stderr.String())
 	}
 }
 

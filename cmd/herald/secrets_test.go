@@ -145,6 +145,21 @@ sinks:
 		t.Fatalf("validate: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	ev.add("herald validate", append(out.Bytes(), errOut.Bytes()...))
+	// Offline, with one secret in the config body too: listed by where
+	// it comes from, never by value.
+	inline := writeFile(t, dir, "inline.yaml", strings.Replace(cfg, "secrets: [{env: HERALD_TEST_WEBHOOK_SECRET}]",
+		fmt.Sprintf("secrets: [{env: HERALD_TEST_WEBHOOK_SECRET}, {value: %q, allowPlaintext: true}]", webhookSecret), 1))
+	for _, file := range []string{cfgPath, inline} {
+		out.Reset()
+		errOut.Reset()
+		if code := runMain(context.Background(), []string{"validate", "--offline", "--config", file}, &out, &errOut); code != 0 {
+			t.Fatalf("validate --offline: exit %d\n%s%s", code, out.String(), errOut.String())
+		}
+		if !strings.Contains(out.String(), "sinks[1].webhook.secrets[0]: env HERALD_TEST_WEBHOOK_SECRET") || !strings.Contains(out.String(), "sinks[0].slack.token: file ") {
+			t.Errorf("validate --offline does not list the secrets:\n%s", out.String())
+		}
+		ev.add("herald validate --offline", append(out.Bytes(), errOut.Bytes()...))
+	}
 	out.Reset()
 	errOut.Reset()
 	broken := writeFile(t, dir, "broken.yaml", cfg+"workers: many\n")
@@ -211,7 +226,7 @@ sinks:
 
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
-	for _, where := range []string{"herald validate", "config error", "logs", "/metrics", "/healthz", "/readyz", "slack message", "webhook payload", "nats payload", "ledger"} {
+	for _, where := range []string{"herald validate", "herald validate --offline", "config error", "logs", "/metrics", "/healthz", "/readyz", "slack message", "webhook payload", "nats payload", "ledger"} {
 		text := ev.parts[where].String()
 		if len(text) < 2 {
 			t.Errorf("nothing collected from %s", where)

@@ -1,5 +1,5 @@
 // Command build builds the control-plane binaries internal/testenv runs
-// and the helm binary the chart is tested with,
+// and the helm and promtool binaries the chart is tested with,
 // if they are not in the cache yet. make test and make demo run it first
 // so that the slow cold build shows its progress instead of happening
 // silently inside a test.
@@ -25,5 +25,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s, %s\n", bins.KubeAPIServer, bins.Etcd, helm)
+	promtool, err := testenv.EnsurePromtool(context.Background(), logf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s, %s, %s\n", bins.KubeAPIServer, bins.Etcd, helm, promtool)
 }
