@@ -21,6 +21,7 @@ Usage:
   herald run --config FILE [--kubeconfig FILE] [--log-format json|text] [--log-level LEVEL]
   herald validate -f FILE [--offline]
   herald test -f FILE (--object OBJECTS.yaml ... | --kubeconfig FILE)
+  herald incidents [--kubeconfig FILE] [--namespace NS] [-o table|json]
   herald version
 `
 
@@ -72,6 +73,8 @@ func (c cli) run(ctx context.Context, args []string) int {
 		return c.cmdTest(ctx, args[1:])
 	case "validate":
 		return cmdValidate(args[1:], stdout, stderr)
+	case "incidents":
+		return c.cmdIncidents(ctx, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(stdout, "herald", version)
 		return 0

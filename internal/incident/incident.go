@@ -52,9 +52,11 @@ type Incident struct {
 	Text        string            `json:"text"`
 	Sinks       []string          `json:"sinks"`
 	FirstSeen   time.Time         `json:"first"`
-	// Seq is the number of the last notification made.
-	Seq          int       `json:"seq"`
-	LastNotified time.Time `json:"notified"`
+	// Seq is the number of the last notification made, LastTransition
+	// its transition.
+	Seq            int        `json:"seq"`
+	LastNotified   time.Time  `json:"notified"`
+	LastTransition Transition `json:"lastTr,omitempty"`
 	// Members are the object keys that have the problem now: one for a
 	// plain incident, the affected pods for a grouped one.
 	Members []string `json:"members,omitempty"`

@@ -330,7 +330,7 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change str
 	inc.HeldUntil = time.Time{}
 	delete(t.held, inc.Fingerprint)
 	inc.Seq++
-	inc.LastNotified = now
+	inc.LastNotified, inc.LastTransition = now, tr
 	inc.NotifiedMembers = len(inc.Members)
 	inc.NotifiedRestarts = restarts(inc.Facts)
 	if inc.Grouped && tr != Resolved { // resolved: the title says what it was

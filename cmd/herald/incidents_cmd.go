@@ -1,0 +1,147 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/incident"
+)
+
+// openIncident is one line of herald incidents: what an operator asks
+// first about an open incident.
+type openIncident struct {
+	ID             string    `json:"id"`
+	Rule           string    `json:"rule"`
+	Severity       string    `json:"severity"`
+	Reason         string    `json:"reason"`
+	Object         string    `json:"object"` // Kind/namespace/name (the workload, when grouped)
+	Container      string    `json:"container,omitempty"`
+	Pods           string    `json:"pods,omitempty"` // grouped: affected/total
+	Since          time.Time `json:"since"`
+	LastNotified   time.Time `json:"lastNotified"`
+	LastTransition string    `json:"lastTransition,omitempty"`
+	Seq            int       `json:"seq"`
+	// PendingSinks have not accepted some notification yet.
+	PendingSinks []string `json:"pendingSinks,omitempty"`
+	// HeldUntil: an update is held by pacing until then.
+	HeldUntil *time.Time `json:"heldUntil,omitempty"`
+	Flapping  bool       `json:"flapping,omitempty"`
+	// Resolving: the problem is gone; it resolves after the hold-down.
+	Resolving bool `json:"resolving,omitempty"`
+}
+
+// cmdIncidents prints the open incidents of a running herald's ledger. It
+// only reads (lists the ledger ConfigMaps), so it never disturbs herald.
+func (c cli) cmdIncidents(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("herald incidents", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
+	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "default"), "herald's namespace, where its ledger ConfigMaps are")
+	ledger := fs.String("ledger-name", config.DefaultLedgerName, "the ledger's name (incidents.ledgerName)")
+	output := fs.String("o", "table", "output: table or json")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *output != "table" && *output != "json" {
+		fmt.Fprintf(c.stderr, "herald incidents: -o %s: want table or json\n", *output)
+		return 2
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "herald incidents:", err)
+		return 1
+	}
+	rc.UserAgent = "herald/" + version + " incidents"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "herald incidents:", err)
+		return 1
+	}
+	warn := func(msg string, args ...any) { fmt.Fprintln(c.stderr, append([]any{"herald incidents: warning:", msg}, args...)...) }
+	incs, err := incident.NewConfigMapStore(client, *namespace, *ledger).Load(ctx, warn)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "herald incidents:", err, "(herald's namespace is --namespace; the ledger needs get and list on ConfigMaps there)")
+		return 1
+	}
+	open := openIncidents(incs)
+	if *output == "json" {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(open); err != nil {
+			fmt.Fprintln(c.stderr, "herald incidents:", err)
+			return 1
+		}
+		return 0
+	}
+	printIncidents(c.stdout, open, time.Now())
+	return 0
+}
+
+// openIncidents picks the open incidents of a ledger, oldest first.
+func openIncidents(incs []incident.Incident) []openIncident {
+	out := []openIncident{}
+	for _, inc := range incs {
+		if !inc.ResolvedAt.IsZero() {
+			continue
+		}
+		o := openIncident{ID: inc.ID, Rule: inc.Rule, Severity: inc.Severity, Reason: inc.Reason,
+			Object:    strings.Trim(inc.Object.Kind+"/"+inc.Object.Namespace+"/"+inc.Object.Name, "/"),
+			Container: inc.Container, Since: inc.FirstSeen, LastNotified: inc.LastNotified,
+			LastTransition: string(inc.LastTransition), Seq: inc.Seq, Flapping: inc.Flapping, Resolving: !inc.ResolvingSince.IsZero()}
+		if inc.Grouped {
+			o.Pods = fmt.Sprintf("%d/%d", len(inc.Members), inc.Total)
+		}
+		if !inc.HeldUntil.IsZero() {
+			o.HeldUntil = &inc.HeldUntil
+		}
+		for _, p := range inc.Pending {
+			for _, s := range p.Sinks {
+				if !slices.Contains(o.PendingSinks, s) {
+					o.PendingSinks = append(o.PendingSinks, s)
+				}
+			}
+		}
+		slices.Sort(o.PendingSinks)
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b openIncident) int { return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.ID, b.ID)) })
+	return out
+}
+
+func printIncidents(w io.Writer, open []openIncident, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tSEVERITY\tOBJECT\tCONTAINER\tPODS\tSINCE\tLAST NOTIFIED\tPENDING\tSTATE")
+	age := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() }
+	for _, o := range open {
+		last := "-"
+		if !o.LastNotified.IsZero() {
+			last = cmp.Or(o.LastTransition, "?") + " (#" + fmt.Sprint(o.Seq) + ") " + age(o.LastNotified) + " ago"
+		}
+		var state []string
+		if o.HeldUntil != nil {
+			state = append(state, "update held "+o.HeldUntil.Sub(now).Round(time.Second).String())
+		}
+		if o.Flapping {
+			state = append(state, "flapping")
+		}
+		if o.Resolving {
+			state = append(state, "resolving")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Rule, o.Severity, o.Object, cmp.Or(o.Container, "-"), cmp.Or(o.Pods, "-"),
+			age(o.Since), last, cmp.Or(strings.Join(o.PendingSinks, ","), "-"), cmp.Or(strings.Join(state, ", "), "firing"))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d open %s\n", len(open), map[bool]string{true: "incident", false: "incidents"}[len(open) == 1])
+}
