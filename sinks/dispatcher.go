@@ -115,15 +115,18 @@ func (d *Dispatcher) newLane(o LaneOptions) *lane {
 		l.limiter = rate.NewLimiter(rate.Limit(o.RateLimit), 1)
 	}
 	name := o.Sink.Name()
-	d.metrics.watchQueue(name, func() float64 {
-		d.mu.RLock()
-		cur := d.lanes[name]
-		d.mu.RUnlock()
-		if cur == nil {
-			return 0
+	current := func(value func(*lane) float64) func() float64 {
+		return func() float64 {
+			d.mu.RLock()
+			cur := d.lanes[name]
+			d.mu.RUnlock()
+			if cur == nil {
+				return 0
+			}
+			return value(cur)
 		}
-		return cur.depth()
-	})
+	}
+	d.metrics.watchQueue(name, current((*lane).depth), current(func(l *lane) float64 { return float64(l.QueueSize) }))
 	return l
 }
 

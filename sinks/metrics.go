@@ -55,8 +55,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// watchQueue exports a sink's queue depth.
-func (m *Metrics) watchQueue(sink string, depth func() float64) {
+// watchQueue exports a sink's queue depth and bound.
+func (m *Metrics) watchQueue(sink string, depth, capacity func() float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.reg == nil || m.seen[sink] {
@@ -66,5 +66,8 @@ func (m *Metrics) watchQueue(sink string, depth func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "herald_sink_queue_depth", Help: "Notifications waiting for the sink.",
 		ConstLabels: prometheus.Labels{"sink": sink},
-	}, depth))
+	}, depth), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "herald_sink_queue_capacity", Help: "How many notifications the sink's queue holds (queueSize); past it, updates are dropped.",
+		ConstLabels: prometheus.Labels{"sink": sink},
+	}, capacity))
 }

@@ -57,6 +57,7 @@ var variants = map[string][]string{
 	"default": nil,
 	"created-secret-monitoring": {
 		"--set", "metrics.serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true",
+		"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.grafanaDashboard.enabled=true",
 		"--set-json", `secrets=[{"name":"slack","data":{"token":"xoxb-from-values"}}]`,
 	},
 	"single-webhook-no-reload": {
