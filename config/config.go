@@ -19,6 +19,7 @@ type Config struct {
 	// Workers is how many reconcile workers run in parallel (default 4).
 	Workers   int       `yaml:"workers"`
 	Incidents Incidents `yaml:"incidents"`
+	Context   Context   `yaml:"context"`
 	Rules     []Rule    `yaml:"rules"`
 	Sinks     []Sink    `yaml:"sinks"`
 
@@ -116,6 +117,8 @@ type Rule struct {
 	Settle *time.Duration `yaml:"settle"`
 	// UpdateInterval overrides incidents.updateInterval for this rule.
 	UpdateInterval *time.Duration `yaml:"updateInterval"`
+	// Context overrides the crash context settings for this rule.
+	Context *RuleContext `yaml:"context"`
 	// Severity is info, warning or critical (default warning).
 	Severity   string            `yaml:"severity"`
 	Namespaces NamespaceSelector `yaml:"namespaces"`
@@ -290,6 +293,7 @@ func (c *Config) applyDefaults() {
 	if c.Incidents.LedgerName == "" {
 		c.Incidents.LedgerName = DefaultLedgerName
 	}
+	c.Context.applyDefaults()
 	inc := &c.Incidents
 	inc.ResolveHoldDown = orDefault(inc.ResolveHoldDown, DefaultHoldDown)
 	inc.UpdateInterval = orDefault(inc.UpdateInterval, DefaultUpdateInterval)

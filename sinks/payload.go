@@ -31,6 +31,9 @@ type Payload struct {
 	// notification ("2 → 10 of 10 pods", "restarts 5 → 25", "flapping:
 	// …"); updates are paced, so one update may merge many changes.
 	Change string `json:"change,omitempty"`
+	// Context is the crash context: log lines, events, node, hint
+	// (docs/payload.md).
+	Context *incident.Context `json:"context,omitempty"`
 	// Digest lists the incidents a digest summarises (transition digest).
 	Digest []Payload `json:"digest,omitempty"`
 }
@@ -83,6 +86,7 @@ func NewPayload(n incident.Notification) Payload {
 		Text:      inc.Text,
 		Facts:     inc.Facts,
 		Change:    n.Change,
+		Context:   n.Context,
 	}
 }
 

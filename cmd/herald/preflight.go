@@ -19,9 +19,10 @@ import (
 
 // access is one permission herald needs.
 type access struct {
-	verb      string
-	gvr       schema.GroupVersionResource
-	namespace string // "" for cluster-wide
+	verb        string
+	gvr         schema.GroupVersionResource
+	namespace   string // "" for cluster-wide
+	subresource string
 }
 
 // preflight asks the API server (SelfSubjectAccessReview) whether herald
@@ -36,33 +37,28 @@ func preflight(ctx context.Context, client kubernetes.Interface, kinds []string,
 			continue // custom resources are checked when their informer starts
 		}
 		for _, verb := range []string{"list", "watch"} {
-			needs = append(needs, access{verb, gvr, ""})
+			needs = append(needs, access{verb: verb, gvr: gvr})
 		}
 	}
 	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	if leaderElect {
 		for _, verb := range []string{"get", "create", "update"} {
-			needs = append(needs, access{verb, leases, namespace})
+			needs = append(needs, access{verb: verb, gvr: leases, namespace: namespace})
 		}
 	}
 	if persist {
 		for _, verb := range []string{"list", "create", "update", "delete"} {
-			needs = append(needs, access{verb, configMaps, namespace})
+			needs = append(needs, access{verb: verb, gvr: configMaps, namespace: namespace})
 		}
 	}
 	var missing []string
 	for _, n := range needs {
-		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authv1.ResourceAttributes{Verb: n.verb, Group: n.gvr.Group, Resource: n.gvr.Resource, Namespace: n.namespace},
-		}}
-		res, err := askUntilReachable(ctx, func() (*authv1.SelfSubjectAccessReview, error) {
-			return client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		}, logger)
+		allowed, err := n.allowed(ctx, client, logger)
 		if err != nil {
-			return fmt.Errorf("checking permissions: %w", err)
+			return err
 		}
-		if !res.Status.Allowed {
+		if !allowed {
 			where := "in all namespaces"
 			if n.namespace != "" {
 				where = "in namespace " + n.namespace
@@ -78,6 +74,20 @@ func preflight(ctx context.Context, client kubernetes.Interface, kinds []string,
 		return fmt.Errorf("herald's identity lacks permissions it needs: %s. Grant them (the Helm chart's ClusterRole lists the kinds your rules watch; the Role covers leases and configmaps in herald's namespace)", strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// allowed asks the API server whether herald may do a.
+func (a access) allowed(ctx context.Context, client kubernetes.Interface, logger *slog.Logger) (bool, error) {
+	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authv1.ResourceAttributes{Verb: a.verb, Group: a.gvr.Group, Resource: a.gvr.Resource, Subresource: a.subresource, Namespace: a.namespace},
+	}}
+	res, err := askUntilReachable(ctx, func() (*authv1.SelfSubjectAccessReview, error) {
+		return client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	}, logger)
+	if err != nil {
+		return false, fmt.Errorf("checking permissions: %w", err)
+	}
+	return res.Status.Allowed, nil
 }
 
 // askUntilReachable retries ask while the API server cannot be reached

@@ -116,11 +116,17 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	w := watcher.New(clients, 0, logger)
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
 	dispatcher.OnDelivered(tracker.Delivered)
+	notify, gatherContext, err := withContext(ctx, cfg, clients.Typed, w, dispatcher, logger, reg)
+	if err != nil {
+		logger.Error("setting up crash context", "error", err)
+		return 1
+	}
+	go gatherContext(ctx)
 	ctrl, err := handlers.New(handlers.Options{
 		Watcher:          w,
 		Rules:            ruleSet,
 		Incidents:        tracker,
-		Dispatcher:       dispatcher,
+		Dispatcher:       notify,
 		Workers:          cfg.Workers,
 		Logger:           logger,
 		Metrics:          handlers.NewMetrics(reg),

@@ -90,6 +90,10 @@ type Incident struct {
 	// Refs are what sinks need to find their earlier message again, by
 	// sink (Slack: channel and ts, to edit it in place).
 	Refs map[string]string `json:"refs,omitempty"`
+	// NoContext and NoLogs are the rule's context settings (context:
+	// {enabled: false} or {logs: false}).
+	NoContext bool `json:"noCtx,omitempty"`
+	NoLogs    bool `json:"noLogs,omitempty"`
 
 	repeat      time.Duration
 	restartStep int
@@ -120,6 +124,9 @@ type Notification struct {
 	// Change says what an update (or a flapping mark) changed since the
 	// incident's previous notification: "2 → 10 of 10 pods".
 	Change string
+	// Context is the crash context internal/enrich attached (nil: none
+	// was wanted, or none could be had).
+	Context *Context
 	// Digest holds the notifications a Digest summarises.
 	Digest []Notification
 }

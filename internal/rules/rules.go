@@ -61,6 +61,8 @@ type Finding struct {
 	RestartStep     int
 	// UpdateInterval paces the incident's updates (0: none).
 	UpdateInterval time.Duration
+	// NoContext and NoLogs: the rule's crash context settings.
+	NoContext, NoLogs bool
 	// Group is the workload a grouped finding belongs to, and GroupTotal
 	// how many pods it has; the reconcile loop fills them in from the
 	// cache (the rules see one object at a time).
@@ -91,6 +93,7 @@ type Rule struct {
 	groupBy                      bool
 	channel                      string
 	restartStep                  int
+	noContext, noLogs            bool
 	detector                     Detector
 	params                       Params
 	condition                    *condition
@@ -149,6 +152,7 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 		groupBy: rc.GroupBy == "workload", repeat: rc.Repeat, restartStep: rc.RestartStep,
 		channel: rc.Channel,
 	}
+	r.noContext, r.noLogs = !cfg.ContextOn(rc), !cfg.LogsOn(rc)
 	if rc.UpdateInterval != nil { // set by config.Parse's defaults
 		r.updateEvery = *rc.UpdateInterval
 	}
@@ -372,6 +376,7 @@ func (r *Rule) evaluate(in *input) ([]Finding, error) {
 			Sinks: r.sinks, Sustaining: d.Sustaining, Settling: d.Settling, For: r.forDur,
 			Since: d.Since, RecheckAfter: d.RecheckAfter,
 			GroupByWorkload: r.groupBy, Repeat: r.repeat, RestartStep: r.restartStep, UpdateInterval: r.updateEvery,
+			NoContext: r.noContext, NoLogs: r.noLogs,
 			Channel: r.channel,
 		}
 		if d.Object != nil {

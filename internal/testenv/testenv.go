@@ -136,6 +136,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		// Without a controller-manager nobody creates the default
 		// ServiceAccount that this admission plugin insists on.
 		"--disable-admission-plugins=ServiceAccount",
+		// pods/log is proxied to the node's kubelet; a test's stand-in
+		// kubelet (StartKubelet) listens on loopback, its InternalIP.
+		"--kubelet-preferred-address-types=InternalIP",
 	}
 	if opts.Audit {
 		policy := filepath.Join(env.Dir, "audit-policy.yaml")

@@ -116,6 +116,13 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 	field("Severity", inc.Severity)
 	field("Exit code", inc.Facts["exitCode"])
 	field("Restarts", inc.Facts["restartCount"])
+	if c := n.Context; c != nil && c.Node != nil {
+		node := c.Node.Name
+		if len(c.Node.Conditions) > 0 {
+			node += " (" + strings.Join(c.Node.Conditions, ", ") + ")"
+		}
+		field("Node", node)
+	}
 	field("Cluster", cluster)
 	if !inc.FirstSeen.IsZero() {
 		age := now.Sub(inc.FirstSeen).Round(time.Second)
@@ -134,6 +141,7 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 	if last := inc.Facts["lastMessage"]; last != "" && n.Transition != incident.Resolved {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(truncate("*Last termination message*\n```"+escape(last)+"```", maxSection)), nil, nil))
 	}
+	blocks = append(blocks, contextBlocks(n.Context, now)...)
 	if hint := kubectlHint(inc); hint != "" && n.Transition != incident.Resolved {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(hint, maxSection))))
 	}

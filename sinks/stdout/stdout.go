@@ -66,6 +66,21 @@ func Format(n incident.Notification) string {
 	case n.Change != "":
 		text = n.Change + ": " + n.Incident.Title
 	}
-	return fmt.Sprintf("%s %-8s %-8s %s  [rule=%s id=%s]",
+	line := fmt.Sprintf("%s %-8s %-8s %s  [rule=%s id=%s]",
 		n.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(n.Transition)), n.Incident.Severity, text, n.Incident.Rule, n.ID())
+	if c := n.Context; c != nil && n.Transition != incident.Resolved {
+		// The hint and the last 3 log lines: enough to see why.
+		if c.Hint != "" {
+			line += "\n    hint: " + c.Hint
+		}
+		if c.Logs != nil {
+			for _, l := range c.Logs.Lines[max(len(c.Logs.Lines)-3, 0):] {
+				line += "\n    | " + l
+			}
+		}
+		if c.Unavailable != "" {
+			line += "\n    context incomplete: " + c.Unavailable
+		}
+	}
+	return line
 }

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+// Secrets a crashing program prints; none may leave herald.
+var logSecrets = map[string]string{
+	"password pair":  "hunter2-Pa55",
+	"bearer token":   "abcDEF123.token-XYZ",
+	"URL password":   "s3cr3t-in-url",
+	"AWS key id":     "AKIAIOSFODNN7EXAMPLE",
+	"AWS secret key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+	"JWT":            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+	"private key":    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+	"user pattern":   "customer-48151623",
+}
+
+// crashLog is the crashed instance's log: 30 lines, the secrets among the
+// last ones, the newest saying why it died.
+func crashLog() []string {
+	var lines []string
+	for i := 1; i <= 22; i++ {
+		lines = append(lines, fmt.Sprintf("2026-11-22T10:00:%02dZ INFO step %d", i, i))
+	}
+	return append(lines,
+		"connecting to postgres://app:"+logSecrets["URL password"]+"@db:5432/shop",
+		"config: password="+logSecrets["password pair"]+" user=app",
+		"GET /api Authorization: Bearer "+logSecrets["bearer token"],
+		"aws_access_key_id="+logSecrets["AWS key id"]+" aws_secret_access_key="+logSecrets["AWS secret key"],
+		"session "+logSecrets["JWT"],
+		"-----BEGIN PRIVATE KEY-----", logSecrets["private key"], "-----END PRIVATE KEY-----",
+		"order for "+logSecrets["user pattern"]+" failed",
+		"\x1b[31mFATAL\x1b[0m panic: cannot reach the database\x00",
+	)
+}
+
+// fakeSlackAPI records chat.postMessage and chat.update bodies.
+func fakeSlackAPI(t *testing.T) (*httptest.Server, func() string) {
+	var mu sync.Mutex
+	var got strings.Builder
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		mu.Lock()
+		got.WriteString(r.Form.Get("text") + "\n" + r.Form.Get("blocks") + "\n")
+		mu.Unlock()
+		fmt.Fprint(w, `{"ok":true,"channel":"C1","ts":"1700000000.000100"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() string { mu.Lock(); defer mu.Unlock(); return got.String() }
+}
+
+func podOnNode(t *testing.T, client kubernetes.Interface, name, node string) {
+	t.Helper()
+	pod := newPod(name)
+	pod.Spec.NodeName = node
+	if _, err := client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func podEvent(t *testing.T, client kubernetes.Interface, pod, typ, reason, message string, count int32) {
+	t.Helper()
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: pod + "-", Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: pod},
+		Type:           typ, Reason: reason, Message: message, Count: count, FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: "kubelet"}}
+	if _, err := client.CoreV1().Events("default").Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrashContextEndToEnd: a crash-looping pod's firing, at a webhook and
+// at Slack, carries the last 20 lines of the crashed container's log (the
+// newest included, in order, escapes and NULs gone, secrets redacted), its
+// Warning events first and a hint; the kubelet, reached through the API
+// server's pods/log proxy, was asked for the previous instance with the
+// tail and byte limits. No secret of the log reaches a sink, herald's log
+// or its metrics.
+func TestCrashContextEndToEnd(t *testing.T) {
+	env := testenv.New(t)
+	client, _ := env.Client()
+	ctx := context.Background()
+	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(r testenv.LogRequest) ([]string, int) {
+		if !r.Previous {
+			return []string{"starting again"}, http.StatusOK
+		}
+		return crashLog(), http.StatusOK
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kubelet.Close()
+	recv := newReceiver(t)
+	slackAPI, slackGot := fakeSlackAPI(t)
+	metrics := freeAddr(t)
+	h := startedHerald(t, env, fmt.Sprintf(`
+context:
+  redact: ['customer-[0-9]+']
+rules:
+  - {name: pod-crashloop, kind: Pod, detector: crashloop, severity: critical, sinks: [hook, chat]}
+sinks:
+  - {name: hook, webhook: {url: %s/herald}}
+  - {name: chat, slack: {channel: "#alerts", apiURL: %q, token: {value: xoxb-test, allowPlaintext: true}}}
+`, recv.URL, slackAPI.URL+"/api/"), "--metrics-addr", metrics, "--log-level", "debug")
+	defer h.stop()
+
+	podOnNode(t, client, "shop", "node-1")
+	podEvent(t, client, "shop", "Normal", "Pulled", "Container image already present on machine", 4)
+	podEvent(t, client, "shop", "Warning", "BackOff", "Back-off restarting failed container app in pod shop", 7)
+	setStatus(t, client, "shop", crashLooping, 5)
+
+	p := recv.next(t, 10*time.Second)
+	if p.Transition != "firing" || p.Context == nil || p.Context.Logs == nil {
+		t.Fatalf("firing without log context: %+v", p)
+	}
+	c := p.Context
+	lines := c.Logs.Lines
+	// The last 20 of 32 lines: steps 13-22, then ten more, of which the
+	// three lines of the private key become one redacted line.
+	if len(lines) != 18 || !c.Logs.Previous || c.Logs.Container != "app" || !c.Logs.Truncated {
+		t.Errorf("logs: %d lines, previous %v, container %q, truncated %v; want the crashed app's last 20 (18 once redacted), truncated:\n%s",
+			len(lines), c.Logs.Previous, c.Logs.Container, c.Logs.Truncated, strings.Join(lines, "\n"))
+	}
+	if last := lines[len(lines)-1]; last != "FATAL panic: cannot reach the database" {
+		t.Errorf("newest line %q, want the FATAL line cleaned of escapes and NULs", last)
+	}
+	if !strings.HasSuffix(lines[0], "INFO step 13") || !strings.HasSuffix(lines[1], "INFO step 14") || lines[len(lines)-2] != "order for <redacted> failed" {
+		t.Errorf("lines kept: %q, %q … %q; want steps 13 and 14 first, in order", lines[0], lines[1], lines[len(lines)-2])
+	}
+	if len(c.Events) != 2 || c.Events[0].Reason != "BackOff" || c.Events[0].Type != "Warning" || c.Events[0].Count != 7 {
+		t.Errorf("events %+v, want the BackOff warning first (×7), then Pulled", c.Events)
+	}
+	if !strings.HasPrefix(c.Hint, "Exit code 1") || c.Node == nil || c.Node.Name != "node-1" || c.Unavailable != "" || c.Pod != "default/shop" {
+		t.Errorf("hint %q, node %+v, unavailable %q, pod %q", c.Hint, c.Node, c.Unavailable, c.Pod)
+	}
+	reqs := kubelet.Requests()
+	// One line more than kept, to know whether older ones were cut.
+	if len(reqs) != 1 || !reqs[0].Previous || reqs[0].TailLines != 21 || reqs[0].LimitBytes != 4096*16 || reqs[0].Container != "app" || reqs[0].Pod != "shop" {
+		t.Errorf("the kubelet was asked %+v, want one request for the previous app container, tailLines 21, limitBytes %d", reqs, 4096*16)
+	}
+	var slackText string
+	err = waitFor(10*time.Second, func() bool { slackText = slackGot(); return strings.Contains(slackText, "cannot reach the database") })
+	if err != nil {
+		t.Fatalf("the Slack message has no log lines:\n%s", slackText)
+	}
+	for _, want := range []string{"Last log lines", "BackOff", "Exit code 1", "node-1"} {
+		if !strings.Contains(slackText, want) {
+			t.Errorf("the Slack message lacks %q", want)
+		}
+	}
+
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metricsText), `herald_context_requests_total{kind="logs",result="ok"} 1`) {
+		t.Errorf("no successful logs request counted:\n%s", grepLines(string(metricsText), "herald_context"))
+	}
+	h.stop()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(p)
+	payload := buf.String()
+	for what, secret := range logSecrets {
+		for where, text := range map[string]string{"webhook payload": payload, "Slack": slackText, "herald's log": h.logs.String(), "metrics": string(metricsText)} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s appears in %s", what, where)
+			}
+		}
+	}
+	if !strings.Contains(payload, "password=<redacted>") || !strings.Contains(payload, "<redacted private key>") {
+		t.Errorf("redacted lines do not say what was there:\n%v", lines)
+	}
+}
+
+func waitFor(timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

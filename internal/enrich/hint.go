@@ -1,0 +1,80 @@
+package enrich
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/herald-k8s/herald/internal/incident"
+)
+
+// exitHints say what an exit code usually means: the first question a
+// reader of a crash alert has.
+var exitHints = map[int]string{
+	0:   "exit code 0: the program finished, and the pod's restart policy started it again; is it a job running as a Deployment?",
+	1:   "exit code 1: the program failed by itself; its last log lines usually say why.",
+	2:   "exit code 2: usually a wrong command-line argument or a shell error; check the container's command and args.",
+	126: "exit code 126: the command exists but cannot be run (permissions, or a binary for another platform).",
+	127: "exit code 127: command not found; check the image's entrypoint, the container's command and PATH.",
+	134: "exit code 134 (SIGABRT): the program aborted itself (a failed assertion or abort()).",
+	137: "exit code 137 (SIGKILL): killed from outside, by the out-of-memory killer or after not stopping in time; check memory use and the liveness probe.",
+	139: "exit code 139 (SIGSEGV): the program crashed on an invalid memory access.",
+	143: "exit code 143 (SIGTERM): asked to stop (a failing liveness probe, an eviction or a shutdown), and it did.",
+}
+
+var (
+	missingRef = regexp.MustCompile(`(secret|configmap) "([^"]+)" not found`)
+	missingKey = regexp.MustCompile(`couldn't find key (\S+) in (Secret|ConfigMap) (\S+)`)
+	pressure   = regexp.MustCompile(`low on resource: (\w+)`)
+)
+
+// Hint is one plain sentence for an incident: what its reason or exit code
+// usually means and what to look at.
+func Hint(inc incident.Incident) string {
+	f := inc.Facts
+	switch inc.Reason {
+	case "OOMKilled":
+		if l := f["memoryLimit"]; l != "" {
+			return "The container used more memory than its limit (" + l + ") and was killed: raise resources.limits.memory, or find what grows."
+		}
+		return "The container was killed for running out of memory: set a memory limit above what it needs, or find what grows."
+	case "CreateContainerConfigError":
+		msg := f["message"]
+		if m := missingKey.FindStringSubmatch(msg); m != nil {
+			return fmt.Sprintf("The container cannot start: %s %s has no key %s; add the key or fix the reference.", m[2], m[3], m[1])
+		}
+		if m := missingRef.FindStringSubmatch(msg); m != nil {
+			kind := map[string]string{"secret": "Secret", "configmap": "ConfigMap"}[m[1]]
+			return fmt.Sprintf("The container cannot start: %s %s does not exist in namespace %s; create it or fix the reference.", kind, m[2], inc.Object.Namespace)
+		}
+		return "The container cannot start: its configuration (a Secret, a ConfigMap, a volume) is wrong; the message says which."
+	case "ImagePullBackOff":
+		msg := strings.ToLower(f["message"])
+		switch {
+		case strings.Contains(msg, "unauthorized") || strings.Contains(msg, "authentication required") || strings.Contains(msg, "denied") || strings.Contains(msg, "403"):
+			return "The registry refused the pull: check imagePullSecrets and the registry credentials."
+		case strings.Contains(msg, "not found") || strings.Contains(msg, "manifest unknown"):
+			return "The image or tag does not exist: check the image name and tag."
+		}
+		return "The image cannot be pulled: check its name, tag, the registry's reachability and imagePullSecrets."
+	case "Evicted":
+		if m := pressure.FindStringSubmatch(f["message"]); m != nil {
+			return "The kubelet evicted the pod because its node was low on " + m[1] + ": set requests that reflect real use, or give the node more."
+		}
+		return "The kubelet evicted the pod under node pressure; the message says which resource."
+	case "CrashLoopBackOff", "Restarting":
+		code, err := strconv.Atoi(f["exitCode"])
+		if err != nil {
+			return "The container keeps crashing; its last log lines usually say why."
+		}
+		if h, ok := exitHints[code]; ok {
+			return strings.ToUpper(h[:1]) + h[1:]
+		}
+		if code > 128 && code < 160 {
+			return fmt.Sprintf("Exit code %d: killed by signal %d.", code, code-128)
+		}
+		return fmt.Sprintf("Exit code %d: the program's own failure code; its last log lines usually say why.", code)
+	}
+	return ""
+}
