@@ -69,7 +69,9 @@ func (c cli) cmdIncidents(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, "herald incidents:", err)
 		return 1
 	}
-	warn := func(msg string, args ...any) { fmt.Fprintln(c.stderr, append([]any{"herald incidents: warning:", msg}, args...)...) }
+	warn := func(msg string, args ...any) {
+		fmt.Fprintln(c.stderr, append([]any{"herald incidents: warning:", msg}, args...)...)
+	}
 	incs, err := incident.NewConfigMapStore(client, *namespace, *ledger).Load(ctx, warn)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "herald incidents:", err, "(herald's namespace is --namespace; the ledger needs get and list on ConfigMaps there)")

@@ -46,10 +46,10 @@ type Options struct {
 	// not get pods/log).
 	Logs            bool
 	LogsUnavailable string
-	Redactor *Redactor
-	Logger   *slog.Logger
-	Metrics  *Metrics
-	Now      func() time.Time
+	Redactor        *Redactor
+	Logger          *slog.Logger
+	Metrics         *Metrics
+	Now             func() time.Time
 }
 
 // Defaults of Options.
