@@ -23,6 +23,11 @@ const lineCut = " … (line cut)"
 // first; the newest line is always kept (cut if it alone is too long).
 // truncated says whether anything was cut.
 func cleanTail(raw []byte, maxLines, maxBytes int, r *Redactor) (lines []string, truncated bool) {
+	// What was fetched is bounded already (limitBytes); bound it here too,
+	// so the work below is, whatever a source returns.
+	if limit := maxBytes * fetchFactor; len(raw) > limit {
+		raw, truncated = raw[len(raw)-limit:], true
+	}
 	text := strings.ToValidUTF8(string(raw), "\uFFFD")
 	text = ansi.ReplaceAllString(text, "")
 	text = strings.Map(func(c rune) rune {
@@ -36,7 +41,8 @@ func cleanTail(raw []byte, maxLines, maxBytes int, r *Redactor) (lines []string,
 		return nil, false
 	}
 	if len(all) > maxLines {
-		all, truncated = all[len(all)-maxLines:], true
+		all = all[len(all)-maxLines:]
+		truncated = true
 	}
 	// Redact before cutting lines: a cut could leave part of a secret
 	// that no pattern recognises any more. (A secret over several lines,
