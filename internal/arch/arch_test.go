@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"handlers":          {"watcher", "internal/rules", "internal/incident", "sinks"},
 	"internal/testenv":  {},
 	"internal/natstest": {},
+	"internal/enrich":   {"internal/incident", "watcher"},
 }
 
 func TestImportGraph(t *testing.T) {
