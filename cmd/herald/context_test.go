@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/internal/testenv"
 )
@@ -98,7 +101,7 @@ func TestCrashContextEndToEnd(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()
-	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(r testenv.LogRequest) ([]string, int) {
+	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(_ context.Context, r testenv.LogRequest) ([]string, int) {
 		if !r.Previous {
 			return []string{"starting again"}, http.StatusOK
 		}
@@ -213,4 +216,120 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestCrashContextFaults: whatever goes wrong with the context — the
+// kubelet hangs, answers 500 or refuses connections, or herald may not
+// read pods/log — the firing still goes out within the wait bound (2s)
+// + 1s, with its events and hint, saying what is missing and why.
+func TestCrashContextFaults(t *testing.T) {
+	env := testenv.New(t)
+	client, _ := env.Client()
+	ctx := context.Background()
+	var mode sync.Map // "mode" → "ok" | "hang" | "500"
+	mode.Store("mode", "ok")
+	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(req context.Context, _ testenv.LogRequest) ([]string, int) {
+		switch m, _ := mode.Load("mode"); m {
+		case "hang": // until the API server gives up on it
+			<-req.Done()
+			return nil, http.StatusOK
+		case "500":
+			return nil, http.StatusInternalServerError
+		}
+		return []string{"fine"}, http.StatusOK
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := newReceiver(t)
+	cfg := fmt.Sprintf(`
+rules:
+  - {name: pod-crashloop, kind: Pod, detector: crashloop, sinks: [hook]}
+sinks:
+  - {name: hook, webhook: {url: %s/herald}}
+`, recv.URL)
+	crashWithin := func(t *testing.T, pod, want string) {
+		t.Helper()
+		podOnNode(t, client, pod, "node-1")
+		podEvent(t, client, pod, "Warning", "BackOff", "Back-off restarting failed container", 2)
+		start := time.Now()
+		setStatus(t, client, pod, crashLooping, 3)
+		p := recv.next(t, 10*time.Second)
+		took := time.Since(start)
+		if p.Transition != "firing" || p.Object.Name != pod {
+			t.Fatalf("got %s for %s, want %s's firing", p.Transition, p.Object.Name, pod)
+		}
+		if took > 3*time.Second {
+			t.Errorf("%s: the firing took %s, over the 2s wait + 1s", pod, took)
+		}
+		c := p.Context
+		if c == nil || c.Logs != nil || !strings.Contains(c.Unavailable, want) || len(c.Events) != 1 || c.Hint == "" {
+			t.Errorf("%s: context %+v, want events and hint, and %q", pod, c, want)
+		}
+		t.Logf("%s: firing after %s, %q", pod, took.Round(time.Millisecond), c.Unavailable)
+	}
+
+	h := startedHerald(t, env, cfg)
+	for _, tt := range []struct{ mode, pod, want string }{
+		{"hang", "hangs", "logs: no answer within 2s"},
+		{"500", "fails", "logs: unavailable (500"},
+		{"refused", "refused", "logs: unavailable (500"},
+	} {
+		if tt.mode == "refused" {
+			kubelet.Close()
+		} else {
+			mode.Store("mode", tt.mode)
+		}
+		crashWithin(t, tt.pod, tt.want)
+	}
+	h.stop()
+
+	// herald's identity may watch pods and list events, but not get
+	// pods/log: one warning at start, and alerts that say so.
+	kc := limitedKubeconfig(t, env, client)
+	limited := *env
+	limited.Config = kc
+	h = startedHerald(t, &limited, cfg)
+	defer h.stop()
+	crashWithin(t, "forbidden", "logs: not permitted (herald's RBAC lacks get pods/log)")
+	if n := strings.Count(h.logs.String(), "herald may not get pods/log"); n != 1 {
+		t.Errorf("%d warnings about pods/log at start, want 1:\n%s", n, h.logs)
+	}
+}
+
+// limitedKubeconfig is a ServiceAccount's client configuration with what
+// herald needs to run (pods, events, its lease and ledger in default) but
+// not pods/log.
+func limitedKubeconfig(t *testing.T, env *testenv.Env, admin kubernetes.Interface) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	create := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"}}, metav1.CreateOptions{})
+	create(err)
+	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+	}}, metav1.CreateOptions{})
+	create(err)
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "no-logs"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "no-logs", Namespace: "default"}}}, metav1.CreateOptions{})
+	create(err)
+	_, err = admin.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+	}}, metav1.CreateOptions{})
+	create(err)
+	_, err = admin.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "no-logs"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "no-logs", Namespace: "default"}}}, metav1.CreateOptions{})
+	create(err)
+	tok, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, "no-logs",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	create(err)
+	return &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
 }

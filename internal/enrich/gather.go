@@ -163,7 +163,7 @@ func (e *Enricher) explain(what string, err error) string {
 		why = "unavailable"
 		var status apierrors.APIStatus
 		if errors.As(err, &status) {
-			why += " (" + strconv.Itoa(int(status.Status().Code)) + " " + string(status.Status().Reason) + ")"
+			why += " (" + strings.TrimSpace(strconv.Itoa(int(status.Status().Code))+" "+string(status.Status().Reason)) + ")"
 		}
 	}
 	if e.warn.allow(what + why) {

@@ -27,7 +27,7 @@ type Kubelet struct {
 
 	mu       sync.Mutex
 	requests []LogRequest
-	logs     func(LogRequest) (lines []string, status int)
+	logs     func(context.Context, LogRequest) (lines []string, status int)
 }
 
 // LogRequest is one containerLogs request the kubelet got.
@@ -38,10 +38,11 @@ type LogRequest struct {
 }
 
 // StartKubelet registers node (Ready) and serves its kubelet API. logs
-// answers each request: the container's whole log as lines, or a status
-// other than 200 to fail; the kubelet applies tailLines and limitBytes as
-// the real one does (the last N lines, then at most M bytes of them).
-func StartKubelet(ctx context.Context, client kubernetes.Interface, node string, logs func(LogRequest) ([]string, int)) (*Kubelet, error) {
+// answers each request (its context ends with the request): the
+// container's whole log as lines, or a status other than 200 to fail; the
+// kubelet applies tailLines and limitBytes as the real one does (the last
+// N lines, then at most M bytes of them).
+func StartKubelet(ctx context.Context, client kubernetes.Interface, node string, logs func(context.Context, LogRequest) ([]string, int)) (*Kubelet, error) {
 	k := &Kubelet{Node: node, logs: logs}
 	k.server = httptest.NewUnstartedServer(http.HandlerFunc(k.serve))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -96,7 +97,7 @@ func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 	k.mu.Lock()
 	k.requests = append(k.requests, req)
 	k.mu.Unlock()
-	lines, status := k.logs(req)
+	lines, status := k.logs(r.Context(), req)
 	if status != http.StatusOK {
 		http.Error(w, "stand-in kubelet: failing as told", status)
 		return
