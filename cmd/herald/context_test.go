@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/internal/testenv"
+	"github.com/herald-k8s/herald/sinks"
 )
 
 // Secrets a crashing program prints; none may leave herald.
@@ -332,4 +334,99 @@ func limitedKubeconfig(t *testing.T, env *testenv.Env, admin kubernetes.Interfac
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
 	create(err)
 	return &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
+}
+
+// TestCrashContextStorm: 500 pods of 50 Deployments crash within 10 s, half
+// of them under a rule with crash context, half without. Every firing and
+// every paced update is delivered; the requests for logs stay within the
+// budget (5 API requests a second, a burst of 10) however many crash; the
+// first alerts' latency with context (bounded by its 2 s wait) is set
+// beside the one without, from the same run.
+func TestCrashContextStorm(t *testing.T) {
+	env := testenv.New(t)
+	client, _ := env.Client()
+	ctx := context.Background()
+	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(context.Context, testenv.LogRequest) ([]string, int) {
+		return []string{"starting", "panic: boom"}, http.StatusOK
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kubelet.Close()
+	recv := newReceiver(t)
+	got := record(recv)
+	createNamespaces(t, client, "with", "without")
+	h := startedHerald(t, env, fmt.Sprintf(`
+incidents: {updateInterval: 5s}
+rules:
+  - {name: with, kind: Pod, detector: crashloop, groupBy: workload, namespaces: {include: [with]}, sinks: [hook]}
+  - {name: without, kind: Pod, detector: crashloop, groupBy: workload, context: {enabled: false}, namespaces: {include: [without]}, sinks: [hook]}
+sinks:
+  - {name: hook, webhook: {url: %s/herald}, queueSize: 2000}
+`, recv.URL))
+	defer h.stop()
+
+	type workload struct{ ns, name string }
+	pods := map[workload][]string{}
+	order := map[workload]int{}
+	for d := range 25 {
+		for _, ns := range []string{"with", "without"} {
+			w := workload{ns, fmt.Sprintf("svc%02d", d)}
+			pods[w], order[w] = deploymentPodsOn(t, client, ns, w.name, 10, "node-1"), d
+		}
+	}
+	var mu sync.Mutex
+	firstCrash := map[workload]time.Time{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w, names := range pods {
+		wg.Go(func() {
+			time.Sleep(time.Duration(order[w]) * 350 * time.Millisecond) // the storm's schedule: 25 workloads in each namespace over ~9 s
+			for i, p := range names {
+				if i == 0 {
+					mu.Lock()
+					firstCrash[w] = time.Now()
+					mu.Unlock()
+				}
+				if err := writePodStatusIn(client, w.ns, p, crashLooping, 2); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	crashed := time.Since(start)
+	// 50 firings, then one update each (10/10 pods) once its 5 s are over.
+	all := got.await(t, 100, 60*time.Second, func(sinks.Payload) bool { return true })
+	if n := len(got.matching(func(p sinks.Payload) bool { return p.Transition == "firing" })); n != 50 {
+		t.Errorf("%d firings, want 50", n)
+	}
+	latency := map[string][]time.Duration{}
+	withLogs := 0
+	for _, a := range all {
+		if a.p.Transition != "firing" {
+			continue
+		}
+		latency[a.p.Object.Namespace] = append(latency[a.p.Object.Namespace], a.at.Sub(firstCrash[workload{a.p.Object.Namespace, a.p.Object.Name}]))
+		if a.p.Context != nil && a.p.Context.Logs != nil {
+			withLogs++
+		}
+		if a.p.Object.Namespace == "without" && a.p.Context != nil {
+			t.Errorf("%s: context under a rule that turned it off", a.p.Object.Name)
+		}
+	}
+	for _, ns := range []string{"with", "without"} {
+		l := latency[ns]
+		slices.Sort(l)
+		t.Logf("first alerts %s crash context: p50 %s, p99 %s (%d)", ns, l[len(l)/2], l[len(l)*99/100], len(l))
+		if l[len(l)*99/100] > 3*time.Second {
+			t.Errorf("%s context: p99 %s, over the 2s wait + 1s", ns, l[len(l)*99/100])
+		}
+	}
+	requests := len(kubelet.Requests())
+	budget := int(5*crashed.Seconds()) + 10
+	t.Logf("storm of 500 pods in %s: %d of 25 firings with log lines, %d log requests (budget %d)", crashed.Round(time.Millisecond), withLogs, requests, budget)
+	if requests > budget || requests == 0 || withLogs == 0 {
+		t.Errorf("%d log requests, want between 1 and the budget %d", requests, budget)
+	}
 }

@@ -88,10 +88,16 @@ func inNamespace(ns string) func(sinks.Payload) bool {
 // them) and returns their names.
 func deploymentPods(t *testing.T, client kubernetes.Interface, ns, deploy string, n int) []string {
 	t.Helper()
+	return deploymentPodsOn(t, client, ns, deploy, n, "")
+}
+
+// deploymentPodsOn is deploymentPods for pods scheduled on node.
+func deploymentPodsOn(t *testing.T, client kubernetes.Interface, ns, deploy string, n int, node string) []string {
+	t.Helper()
 	var names []string
 	for i := range n {
 		pod := newPod(fmt.Sprintf("%s-5d8f-%d", deploy, i))
-		pod.Namespace = ns
+		pod.Namespace, pod.Spec.NodeName = ns, node
 		pod.Labels = map[string]string{"app": deploy, "pod-template-hash": "5d8f"}
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: deploy + "-5d8f", UID: types.UID("rs-" + ns + deploy), Controller: ptr.To(true)}}
 		if _, err := client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
