@@ -23,6 +23,16 @@ func FuzzRender(f *testing.F) {
 		n.Incident.Object.Namespace, n.Incident.Object.Name, n.Incident.Container = namespace, name, container
 		n.Incident.Title, n.Incident.Text, n.Incident.Facts["lastMessage"] = title, title+last, last
 		checkMessage(t, Render(n, cluster, t0))
+		// Crash context of hostile lines: one huge, many, odd runes.
+		lines := []string{last, title, strings.Repeat(container, 50)}
+		for range count {
+			lines = append(lines, name)
+		}
+		n.Context = &incident.Context{Hint: title, Pod: namespace + "/" + name, Unavailable: last,
+			Logs:   &incident.Logs{Container: container, Previous: true, Lines: lines, Truncated: count%2 == 0},
+			Events: []incident.Event{{Type: "Warning", Reason: title, Message: last, Count: int32(count)}, {Type: "Normal", Reason: name, Message: title}},
+			Node:   &incident.Node{Name: cluster, Conditions: []string{title}}}
+		checkMessage(t, Render(n, cluster, t0))
 		count = min(max(count, 1), 200)
 		digest := make([]incident.Notification, count)
 		for i := range digest {

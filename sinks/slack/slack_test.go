@@ -56,8 +56,26 @@ func note(tr incident.Transition, seq int, restarts string) incident.Notificatio
 }
 
 func TestRenderGolden(t *testing.T) {
-	for _, tr := range []incident.Transition{incident.Firing, incident.Updated, incident.Resolved} {
+	for _, tr := range []incident.Transition{incident.Firing, incident.Updated, incident.Resolved, "firing-context"} {
 		n := note(tr, 1, "5")
+		if tr == "firing-context" {
+			// A firing with its crash context: hint, log lines, events,
+			// node, and what could not be had.
+			n.Transition = incident.Firing
+			n.Context = &incident.Context{
+				Hint: "Exit code 1: the program failed by itself; its last log lines usually say why.",
+				Pod:  "shop/checkout-7d9f8b6c5-x2x9q",
+				Logs: &incident.Logs{Container: "app", Previous: true, Truncated: true, Lines: []string{
+					"2026-11-22T10:00:01Z INFO connecting to postgres://app:<redacted>@db:5432/shop",
+					"2026-11-22T10:00:31Z ERROR dial tcp 10.0.3.7:5432: i/o timeout",
+					"panic: connect to db: <timeout> & retry"}},
+				Events: []incident.Event{
+					{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container app", Count: 12, LastSeen: t0.Add(11 * time.Minute)},
+					{Type: "Normal", Reason: "Pulled", Message: "Container image already present on machine", Count: 13, LastSeen: t0.Add(10 * time.Minute)}},
+				Node:        &incident.Node{Name: "node-7", Conditions: []string{"MemoryPressure"}},
+				Unavailable: "events: no answer within 2s",
+			}
+		}
 		if tr == incident.Updated {
 			// A paced update: many changes merged into one message,
 			// which says what changed since the last one.
