@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -60,6 +61,15 @@ func run(heraldBin, configPath string) error {
 	if err != nil {
 		return err
 	}
+	// The demo's pods run on a stand-in kubelet: the API server fetches
+	// their logs from it, as it would from a node's, for the crash context.
+	kubelet, err := testenv.StartKubelet(ctx, client, "demo-node", func(_ context.Context, r testenv.LogRequest) ([]string, int) {
+		return demoLog(r.Pod, r.Previous), http.StatusOK
+	})
+	if err != nil {
+		return err
+	}
+	defer kubelet.Close()
 	kubeconfig := filepath.Join(env.Dir, "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		return err
@@ -116,7 +126,7 @@ func run(heraldBin, configPath string) error {
 	sent := 0
 	seen := func(lines []string) { sent += len(lines) }
 
-	say("a storm: web's 5 pods crash within 2 s. Expect one FIRING at once, and one UPDATED when the 10s update interval ends (without pacing: 1 firing + 4 updates)")
+	say("a storm: web's 5 pods crash within 2 s. Expect one FIRING at once (with the crashed container's last log lines and a hint), and one UPDATED when the 10s update interval ends (without pacing: 1 firing + 4 updates)")
 	start := time.Now()
 	for i, name := range web {
 		if err := setStatus(ctx, client, name, "crashloop", 1); err != nil {
@@ -241,7 +251,7 @@ func expectOnly(lines <-chan string, seen func([]string), object, word string) e
 func createPod(ctx context.Context, client kubernetes.Interface, name string) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/" + name + ":1"}}},
+		Spec:       corev1.PodSpec{NodeName: "demo-node", Containers: []corev1.Container{{Name: "app", Image: "example.com/" + name + ":1"}}},
 	}
 	if strings.HasPrefix(name, "web-5d8f-") {
 		pod.Labels = map[string]string{"app": "web", "pod-template-hash": "5d8f"}
@@ -274,4 +284,19 @@ func setStatus(ctx context.Context, client kubernetes.Interface, name, state str
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{cs}}
 	_, err = client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 	return err
+}
+
+// demoLog is what the demo's containers wrote: the crashed instance ends
+// with why it died (and prints a password, which herald redacts).
+func demoLog(pod string, previous bool) []string {
+	if !previous {
+		return []string{"starting " + pod}
+	}
+	return []string{
+		"2026-11-23T10:00:00Z INFO starting " + pod,
+		"2026-11-23T10:00:00Z INFO config: db_password=hunter2 pool=10",
+		"2026-11-23T10:00:01Z INFO connecting to postgres://db:5432/shop",
+		"2026-11-23T10:00:31Z ERROR dial tcp db:5432: i/o timeout",
+		"panic: cannot reach the database after 30s",
+	}
 }

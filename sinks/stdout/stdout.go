@@ -68,7 +68,7 @@ func Format(n incident.Notification) string {
 	}
 	line := fmt.Sprintf("%s %-8s %-8s %s  [rule=%s id=%s]",
 		n.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(n.Transition)), n.Incident.Severity, text, n.Incident.Rule, n.ID())
-	if c := n.Context; c != nil && n.Transition != incident.Resolved {
+	if c := n.Context; c != nil && n.Transition == incident.Firing {
 		// The hint and the last 3 log lines: enough to see why.
 		if c.Hint != "" {
 			line += "\n    hint: " + c.Hint
