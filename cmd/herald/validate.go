@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+// loadConfig loads the file and compiles its rules: every error found,
+// each with its file:line:col.
+func loadConfig(path string) (*config.Config, *rules.Set, error) {
+	return compileConfig(path, config.Load)
+}
+
+// compileConfig loads the file with load and compiles its rules.
+func compileConfig(path string, load func(string) (*config.Config, error)) (*config.Config, *rules.Set, error) {
+	if path == "" {
+		return nil, nil, fmt.Errorf("herald: --config is required")
+	}
+	cfg, err := load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := rules.Compile(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, set, nil
+}
+
+// cmdValidate checks a configuration without connecting to anything.
+func cmdValidate(args []string, out, errOut io.Writer) int {
+	fs := flag.NewFlagSet("herald validate", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	configPath := fs.String("config", "", "path of the configuration file")
+	fs.StringVar(configPath, "f", "", "shorthand for --config")
+	offline := fs.Bool("offline", false, "check everything but the secrets and TLS files, and list those instead (for CI pipelines without the production secrets)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	load := config.Load
+	if *offline {
+		load = config.LoadOffline
+	}
+	cfg, _, err := compileConfig(*configPath, load)
+	if err != nil {
+		fmt.Fprintln(errOut, err)
+		return 1
+	}
+	if !*offline {
+		fmt.Fprintf(out, "%s: OK\n", *configPath)
+		return 0
+	}
+	fmt.Fprintf(out, "%s: OK (offline: secrets and TLS files were not read)\n", *configPath)
+	if needs := cfg.Needs(); len(needs) > 0 {
+		fmt.Fprintln(out, "herald reads at start:")
+		for _, n := range needs {
+			fmt.Fprintf(out, "  %s: %s\n", n.Path, n.Source)
+		}
+	}
+	return 0
+}
