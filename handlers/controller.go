@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/ratelog"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -68,7 +69,7 @@ type Controller struct {
 	rules     atomic.Pointer[rules.Set]
 	queue     workqueue.TypedRateLimitingInterface[watcher.Key]
 	nsLabels  rules.NamespaceLabels
-	ruleErrs  *errorLog
+	ruleErrs  *ratelog.Limiter
 	lateKinds []string // kinds whose informer could not be made yet
 }
 
@@ -87,7 +88,7 @@ func New(opts Options) (*Controller, error) {
 			workqueue.DefaultTypedControllerRateLimiter[watcher.Key](),
 			workqueue.TypedRateLimitingQueueConfig[watcher.Key]{Name: "herald", MetricsProvider: opts.Metrics.Queue},
 		),
-		ruleErrs: newErrorLog(time.Minute, opts.Now),
+		ruleErrs: ratelog.New(time.Minute, opts.Now),
 	}
 	c.rules.Store(opts.Rules)
 	// Pods are cached compact unless a rule needs the whole object; the
@@ -356,7 +357,7 @@ func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) 
 			// One bad rule must not stop the others, nor flood the log:
 			// count every failure, log one per rule per minute.
 			c.Metrics.RuleErrors.WithLabelValues(re.Rule).Inc()
-			if n, ok := c.ruleErrs.allow(re.Rule); ok {
+			if n, ok := c.ruleErrs.Allow(re.Rule); ok {
 				c.Logger.Error("rule evaluation failed", "rule", re.Rule, "object", key.String(), "error", re.Err, "failuresSinceLastLog", n)
 			}
 		}

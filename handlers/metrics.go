@@ -1,9 +1,6 @@
 package handlers
 
 import (
-	"sync"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -40,36 +37,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.Queue = newQueueMetrics(reg)
 	return m
-}
-
-// errorLog lets one log line per key through per interval, and counts
-// what it held back.
-type errorLog struct {
-	interval time.Duration
-	now      func() time.Time
-
-	mu   sync.Mutex
-	last map[string]time.Time
-	held map[string]int
-}
-
-func newErrorLog(interval time.Duration, now func() time.Time) *errorLog {
-	return &errorLog{interval: interval, now: now, last: map[string]time.Time{}, held: map[string]int{}}
-}
-
-// allow reports whether to log for key now, and how many were held back
-// since the last line.
-func (l *errorLog) allow(key string) (held int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	if last, seen := l.last[key]; seen && now.Sub(last) < l.interval {
-		l.held[key]++
-		return 0, false
-	}
-	held = l.held[key]
-	l.last[key], l.held[key] = now, 0
-	return held, true
 }
 
 // queueMetrics makes client-go's work queue report to Prometheus (depth,

@@ -26,10 +26,11 @@ var allowed = map[string][]string{
 	"sinks/stdout":      {"sinks", "internal/incident"},
 	"sinks/slack":       {"sinks", "internal/incident"},
 	"sinks/nats":        {"sinks", "internal/incident"},
-	"handlers":          {"watcher", "internal/rules", "internal/incident", "sinks"},
+	"handlers":          {"watcher", "internal/rules", "internal/incident", "internal/ratelog", "sinks"},
 	"internal/testenv":  {},
 	"internal/natstest": {},
-	"internal/enrich":   {"internal/incident", "watcher"},
+	"internal/enrich":   {"internal/incident", "internal/ratelog", "watcher"},
+	"internal/ratelog":  {},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/ratelog"
 )
 
 // Dispatcher takes notifications onwards (the sinks' dispatcher).
@@ -73,7 +74,7 @@ type Enricher struct {
 	opts    Options
 	limiter *rate.Limiter
 	jobs    chan job
-	warn    *warnings
+	warn    *ratelog.Limiter // one warning per cause a minute
 
 	mu sync.Mutex
 	// waiting holds, for each incident whose context is being gathered,
@@ -121,7 +122,7 @@ func New(opts Options) *Enricher {
 	// lets a handful of crashes at once all have theirs.
 	burst := max(int(opts.Rate*opts.Wait.Seconds()), 2)
 	return &Enricher{opts: opts, limiter: rate.NewLimiter(rate.Limit(opts.Rate), burst),
-		jobs: make(chan job, queueLength), warn: newWarnings(time.Minute, opts.Now),
+		jobs: make(chan job, queueLength), warn: ratelog.New(time.Minute, opts.Now),
 		waiting: map[string][]incident.Notification{}, recent: map[string]*incident.Context{}}
 }
 
@@ -215,7 +216,7 @@ func (e *Enricher) remember(id string, c *incident.Context) {
 // without sends n with only what needs no API call, and why.
 func (e *Enricher) without(n incident.Notification, cause, why string) incident.Notification {
 	e.opts.Metrics.Skipped.WithLabelValues(cause).Inc()
-	if e.warn.allow(cause) {
+	if _, ok := e.warn.Allow(cause); ok {
 		e.opts.Logger.Warn(why, "incident", n.Incident.ID)
 	}
 	n.Context = &incident.Context{Hint: Hint(n.Incident), Unavailable: why}

@@ -166,7 +166,7 @@ func (e *Enricher) explain(what string, err error) string {
 			why += " (" + strings.TrimSpace(strconv.Itoa(int(status.Status().Code))+" "+string(status.Status().Reason)) + ")"
 		}
 	}
-	if e.warn.allow(what + why) {
+	if _, ok := e.warn.Allow(what + why); ok {
 		e.opts.Logger.Warn("crash context unavailable; notifications go out without it", "part", what, "why", why, "error", e.opts.Redactor.Redact(err.Error()))
 	}
 	return why

@@ -1,9 +1,6 @@
 package enrich
 
 import (
-	"sync"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -33,28 +30,4 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.Requests, m.Seconds, m.Skipped)
 	}
 	return m
-}
-
-// warnings lets one warning per cause through per interval: a kubelet
-// that is down must not fill the log.
-type warnings struct {
-	interval time.Duration
-	now      func() time.Time
-	mu       sync.Mutex
-	last     map[string]time.Time
-}
-
-func newWarnings(interval time.Duration, now func() time.Time) *warnings {
-	return &warnings{interval: interval, now: now, last: map[string]time.Time{}}
-}
-
-func (w *warnings) allow(cause string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := w.now()
-	if last, ok := w.last[cause]; ok && now.Sub(last) < w.interval {
-		return false
-	}
-	w.last[cause] = now
-	return true
 }
