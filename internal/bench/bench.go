@@ -9,6 +9,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer r.recv.Close()
+	defer r.kubelet.Close()
 	for _, n := range opts.Sizes {
 		if err := r.size(ctx, n); err != nil {
 			return r.report, err
@@ -101,6 +103,7 @@ type run struct {
 	kubeconfig string
 	config     string
 	recv       *receiver
+	kubelet    *testenv.Kubelet
 	pods       *pods
 	report     *Report
 }
@@ -117,6 +120,19 @@ func (r *run) setUp(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if _, err := r.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
+	}
+	// The pods' 300 nodes share one stand-in kubelet, so the crash
+	// context (on, as by default) reads real log lines through the API
+	// server's pods/log proxy.
+	if r.kubelet, err = testenv.StartKubelet(ctx, r.client, nodeName(0), func(context.Context, testenv.LogRequest) ([]string, int) {
+		return []string{"starting", "connecting to the database", "panic: the database did not answer"}, http.StatusOK
+	}); err != nil {
+		return err
+	}
+	for i := 1; i < nodes; i++ {
+		if err := r.kubelet.Register(ctx, r.client, nodeName(i)); err != nil {
+			return err
+		}
 	}
 	r.kubeconfig = filepath.Join(r.opts.Dir, "kubeconfig")
 	if err := r.env.WriteKubeconfig(r.kubeconfig); err != nil {

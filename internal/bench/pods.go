@@ -70,7 +70,7 @@ func realisticPod(i int) *corev1ac.PodApplyConfiguration {
 			WithName(rs).WithUID(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i/100))).
 			WithController(true).WithBlockOwnerDeletion(true)).
 		WithSpec(corev1ac.PodSpec().
-			WithNodeName(fmt.Sprintf("node-%03d", i%300)).
+			WithNodeName(nodeName(i%nodes)).
 			WithServiceAccountName("shop").
 			WithRestartPolicy(corev1.RestartPolicyAlways).
 			WithDNSPolicy(corev1.DNSClusterFirst).
@@ -235,3 +235,8 @@ func appState(pod *corev1.Pod) (restarts int, crash bool, ok bool) {
 	}
 	return 0, false, false
 }
+
+// nodes is how many nodes the bench's pods are spread over.
+const nodes = 300
+
+func nodeName(i int) string { return fmt.Sprintf("node-%03d", i) }

@@ -77,6 +77,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 		return nil, err
 	}
 	defer r.recv.Close()
+	defer r.kubelet.Close()
 	if err := createPods(ctx, r.client, 0, opts.Pods, Patchers, opts.Logf); err != nil {
 		return nil, err
 	}

@@ -51,11 +51,20 @@ func StartKubelet(ctx context.Context, client kubernetes.Interface, node string,
 	}
 	k.server.Listener = ln
 	k.server.StartTLS()
-	port := ln.Addr().(*net.TCPAddr).Port
+	if err := k.Register(ctx, client, node); err != nil {
+		k.server.Close()
+		return nil, err
+	}
+	return k, nil
+}
+
+// Register adds another Node (Ready) whose kubelet is this one: many
+// nodes, one stand-in.
+func (k *Kubelet) Register(ctx context.Context, client kubernetes.Interface, node string) error {
+	port := k.server.Listener.Addr().(*net.TCPAddr).Port
 	n, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
 	if err != nil {
-		k.server.Close()
-		return nil, fmt.Errorf("registering node %s: %w", node, err)
+		return fmt.Errorf("registering node %s: %w", node, err)
 	}
 	n.Status = corev1.NodeStatus{
 		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
@@ -63,10 +72,9 @@ func StartKubelet(ctx context.Context, client kubernetes.Interface, node string,
 		Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
 	}
 	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		k.server.Close()
-		return nil, fmt.Errorf("node %s status: %w", node, err)
+		return fmt.Errorf("node %s status: %w", node, err)
 	}
-	return k, nil
+	return nil
 }
 
 // Close stops the kubelet (the Node stays, as after a kubelet crash).
