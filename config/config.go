@@ -119,6 +119,10 @@ type Rule struct {
 	UpdateInterval *time.Duration `yaml:"updateInterval"`
 	// Context overrides the crash context settings for this rule.
 	Context *RuleContext `yaml:"context"`
+	// RunbookURL is a Go template for the link to this problem's runbook,
+	// e.g. https://wiki.example.com/runbooks/{{ .Reason }} (the data of
+	// message templates).
+	RunbookURL string `yaml:"runbookURL"`
 	// Severity is info, warning or critical (default warning).
 	Severity   string            `yaml:"severity"`
 	Namespaces NamespaceSelector `yaml:"namespaces"`

@@ -49,6 +49,8 @@ type PayloadIncident struct {
 	// Flapping: the problem keeps coming back; the incident stays open
 	// until it has been quiet for the flapping quiet time.
 	Flapping bool `json:"flapping,omitempty"`
+	// RunbookURL is the rule's runbook link for this problem.
+	RunbookURL string `json:"runbookURL,omitempty"`
 }
 
 // PayloadObject names the Kubernetes object.
@@ -78,7 +80,7 @@ func NewPayload(n incident.Notification) Payload {
 		Time:       n.Time.UTC(),
 		Incident: PayloadIncident{
 			ID: inc.ID, Fingerprint: inc.Fingerprint, Rule: inc.Rule, Severity: inc.Severity,
-			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(), Flapping: inc.Flapping,
+			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(), Flapping: inc.Flapping, RunbookURL: inc.RunbookURL,
 		},
 		Object:    PayloadObject{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name, UID: inc.Object.UID},
 		Container: inc.Container,

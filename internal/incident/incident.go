@@ -94,6 +94,8 @@ type Incident struct {
 	// {enabled: false} or {logs: false}).
 	NoContext bool `json:"noCtx,omitempty"`
 	NoLogs    bool `json:"noLogs,omitempty"`
+	// RunbookURL is the rule's link for this problem.
+	RunbookURL string `json:"runbook,omitempty"`
 
 	repeat      time.Duration
 	restartStep int

@@ -159,7 +159,7 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 	// The rule may have been reloaded: its current settings and sinks
 	// apply from now on.
 	inc.repeat, inc.restartStep, inc.updateEvery, inc.Sinks, inc.Channel = f.Repeat, f.RestartStep, f.UpdateInterval, f.Sinks, f.Channel
-	inc.NoContext, inc.NoLogs = f.NoContext, f.NoLogs
+	inc.NoContext, inc.NoLogs, inc.RunbookURL = f.NoContext, f.NoLogs, f.RunbookURL
 	if inc.Grouped {
 		inc.Total = max(f.GroupTotal, len(inc.Members))
 	}
@@ -214,7 +214,7 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 		Object: f.Object, Container: f.Container, Facts: maps.Clone(f.Facts),
 		Title: f.Title, Text: f.Text, Sinks: f.Sinks, FirstSeen: now,
 		Members: []string{object}, repeat: f.Repeat, restartStep: f.RestartStep, updateEvery: f.UpdateInterval, Channel: f.Channel,
-		NoContext: f.NoContext, NoLogs: f.NoLogs,
+		NoContext: f.NoContext, NoLogs: f.NoLogs, RunbookURL: f.RunbookURL,
 	}
 	if f.GroupByWorkload && f.Group != nil {
 		inc.Grouped, inc.Object, inc.Total = true, *f.Group, max(f.GroupTotal, 1)

@@ -53,8 +53,8 @@ type TemplateData struct {
 }
 
 type message struct {
-	title, text *template.Template
-	needsObject bool
+	title, text, runbook *template.Template
+	needsObject          bool
 }
 
 type templateError struct {
@@ -62,8 +62,8 @@ type templateError struct {
 	err   error
 }
 
-func compileMessage(m config.Message) (*message, []templateError) {
-	msg := &message{needsObject: strings.Contains(m.Title+m.Text, ".Object")}
+func compileMessage(m config.Message, runbookURL string) (*message, []templateError) {
+	msg := &message{needsObject: strings.Contains(m.Title+m.Text+runbookURL, ".Object")}
 	var errs []templateError
 	parse := func(field, src string) *template.Template {
 		if src == "" {
@@ -77,16 +77,20 @@ func compileMessage(m config.Message) (*message, []templateError) {
 	}
 	msg.title = parse("title", m.Title)
 	msg.text = parse("text", m.Text)
+	msg.runbook = parse("runbookURL", runbookURL)
 	return msg, errs
 }
 
-// render makes a finding's title and text: the rule's templates where it
-// has them, the default wording otherwise (also when a template fails, so
-// a broken template never loses the notification).
-func (m *message) render(f Finding, d Detection, in *input) (title, text string, err error) {
+// MaxRunbookURL bounds a rendered runbook link.
+const MaxRunbookURL = 500
+
+// render makes a finding's title and text (and runbook link): the rule's
+// templates where it has them, the default wording otherwise (also when a
+// template fails, so a broken template never loses the notification).
+func (m *message) render(f Finding, d Detection, in *input) (title, text, runbook string, err error) {
 	title, text = defaultMessage(f, d)
-	if m.title == nil && m.text == nil {
-		return title, text, nil
+	if m.title == nil && m.text == nil && m.runbook == nil {
+		return title, text, "", nil
 	}
 	data := TemplateData{
 		Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
@@ -95,7 +99,7 @@ func (m *message) render(f Finding, d Detection, in *input) (title, text string,
 	}
 	if m.needsObject {
 		if data.Object, err = in.objectMap(); err != nil {
-			return title, text, err
+			return title, text, "", err
 		}
 	}
 	exec := func(t *template.Template, fallback string, limit int) string {
@@ -109,7 +113,7 @@ func (m *message) render(f Finding, d Detection, in *input) (title, text string,
 		}
 		return truncate(b.String(), limit)
 	}
-	return exec(m.title, title, MaxTitle), exec(m.text, text, MaxText), err
+	return exec(m.title, title, MaxTitle), exec(m.text, text, MaxText), exec(m.runbook, "", MaxRunbookURL), err
 }
 
 // defaultMessage is the wording used when a rule has no templates.

@@ -63,6 +63,8 @@ type Finding struct {
 	UpdateInterval time.Duration
 	// NoContext and NoLogs: the rule's crash context settings.
 	NoContext, NoLogs bool
+	// RunbookURL is the rule's rendered runbook link ("" if none).
+	RunbookURL string
 	// Group is the workload a grouped finding belongs to, and GroupTotal
 	// how many pods it has; the reconcile loop fills them in from the
 	// cache (the rules see one object at a time).
@@ -195,9 +197,13 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 			errs = append(errs, cfg.ErrorAt(p+".namespaces.labels", "bad label selector: %v", err))
 		}
 	}
-	msg, msgErrs := compileMessage(rc.Message)
+	msg, msgErrs := compileMessage(rc.Message, rc.RunbookURL)
 	for _, e := range msgErrs {
-		errs = append(errs, cfg.ErrorAt(p+".message."+e.field, "%v", e.err))
+		field := p + ".message." + e.field
+		if e.field == "runbookURL" {
+			field = p + ".runbookURL"
+		}
+		errs = append(errs, cfg.ErrorAt(field, "%v", e.err))
 	}
 	r.message = msg
 	if len(errs) > 0 {
@@ -383,7 +389,7 @@ func (r *Rule) evaluate(in *input) ([]Finding, error) {
 			f.Object = *d.Object
 		}
 		var err error
-		f.Title, f.Text, err = r.message.render(f, d, in)
+		f.Title, f.Text, f.RunbookURL, err = r.message.render(f, d, in)
 		if err != nil && renderErr == nil {
 			renderErr = fmt.Errorf("message template: %w", err)
 		}

@@ -314,3 +314,12 @@ func TestCrashLoopSettleRecheck(t *testing.T) {
 		t.Fatalf("findings %+v, want one settling finding rechecked after 57s", got)
 	}
 }
+
+// TestRunbookURL: a rule's runbook link is a template over the finding.
+func TestRunbookURL(t *testing.T) {
+	set := compile(t, ruleYAML("Pod", "crashloop", `, runbookURL: "https://runbooks.example.com/{{ .Reason | lower }}?ns={{ .Namespace }}"`))
+	got, _ := set.Evaluate("Pod", loadObject(t, "crashloop.yaml"), now, nil)
+	if len(got) != 1 || got[0].RunbookURL != "https://runbooks.example.com/crashloopbackoff?ns=shop" {
+		t.Fatalf("findings %+v", got)
+	}
+}

@@ -142,6 +142,9 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(truncate("*Last termination message*\n```"+escape(last)+"```", maxSection)), nil, nil))
 	}
 	blocks = append(blocks, contextBlocks(n.Context, now)...)
+	if u := inc.RunbookURL; u != "" && n.Transition != incident.Resolved {
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":book: <"+escape(u)+"|Runbook>", maxSection))))
+	}
 	if hint := kubectlHint(inc); hint != "" && n.Transition != incident.Resolved {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(hint, maxSection))))
 	}
