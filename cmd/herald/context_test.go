@@ -172,6 +172,19 @@ sinks:
 		}
 	}
 
+	// herald test shows, live, the context the firing would carry.
+	kc := t.TempDir() + "/kubeconfig"
+	env.WriteKubeconfig(kc)
+	var testOut, testErr bytes.Buffer
+	if code := runMain(ctx, []string{"test", "-f", h.config, "--kubeconfig", kc}, &testOut, &testErr); code != 0 {
+		t.Fatalf("herald test: exit %d: %s", code, testErr.String())
+	}
+	for _, want := range []string{"Pod default/shop: rule pod-crashloop FIRES", "hint:  Exit code 1", "| FATAL panic: cannot reach the database", "event: Warning BackOff ×7"} {
+		if !strings.Contains(testOut.String(), want) {
+			t.Errorf("herald test --kubeconfig lacks %q:\n%s", want, testOut.String())
+		}
+	}
+
 	resp, err := http.Get("http://" + metrics + "/metrics")
 	if err != nil {
 		t.Fatal(err)

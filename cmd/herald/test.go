@@ -16,9 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/enrich"
+	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -42,7 +46,7 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	_, set, err := loadConfig(*configPath)
+	cfg, set, err := loadConfig(*configPath)
 	if err != nil {
 		fmt.Fprintln(c.stderr, err)
 		return 1
@@ -69,16 +73,26 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		}
 		objs = append(objs, live...)
 	}
+	// Live, the crash context each firing would carry, as herald would
+	// gather it (herald's own budget aside).
+	var gather func(rules.Finding) *incident.Context
+	if *kubeconfig != "" && *cfg.Context.Enabled {
+		if gather, err = contextGatherer(ctx, cfg, *kubeconfig); err != nil {
+			fmt.Fprintln(c.stderr, "herald test:", err)
+			return 1
+		}
+	}
 	firing := 0
 	for _, obj := range objs {
-		firing += report(c.stdout, set, obj, now)
+		firing += report(c.stdout, set, obj, now, gather)
 	}
 	fmt.Fprintf(c.stdout, "%d objects tested, %d findings\n", len(objs), firing)
 	return 0
 }
 
-// report prints what the rules find on one object and returns the count.
-func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time) int {
+// report prints what the rules find on one object and returns the count;
+// with gather, the crash context of what fires too.
+func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context) int {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	kind, err := rules.KindID(gvk.Kind, gvk.GroupVersion().String())
 	if err != nil {
@@ -106,6 +120,9 @@ func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time) in
 			state = fmt.Sprintf("FIRES AFTER for: %s", f.For)
 		}
 		fmt.Fprintf(out, "%s %s: rule %s %s [%s → %s]\n  title: %s\n  text:  %s\n", gvk.Kind, name, f.Rule, state, f.Severity, strings.Join(f.Sinks, ","), f.Title, f.Text)
+		if gather != nil && !f.Sustaining && !f.NoContext {
+			printContext(out, gather(f))
+		}
 	}
 	if len(findings) == 0 && len(errs) == 0 {
 		fmt.Fprintf(out, "%s %s: no rule fires\n", gvk.Kind, name)
@@ -185,4 +202,53 @@ func listLive(ctx context.Context, kubeconfig string, set *rules.Set) ([]runtime
 		}
 	}
 	return out, nil
+}
+
+// contextGatherer gathers a finding's crash context from the cluster at
+// kubeconfig, with the configuration's settings.
+func contextGatherer(ctx context.Context, cfg *config.Config, kubeconfig string) (func(rules.Finding) *incident.Context, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	redactor, err := enrich.NewRedactor(cfg.Context.Redact)
+	if err != nil {
+		return nil, err
+	}
+	e := enrich.New(enrich.Options{Source: enrich.KubeSource{Client: client}, Logs: *cfg.Context.Logs.Enabled,
+		Lines: cfg.Context.Logs.Lines, MaxBytes: cfg.Context.Logs.MaxBytes, Events: cfg.Context.Events.Max, Wait: cfg.Context.Wait,
+		Redactor: redactor, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return func(f rules.Finding) *incident.Context {
+		key := watcher.Key{Kind: "Pod", Namespace: f.Object.Namespace, Name: f.Object.Name}
+		inc := incident.Incident{Reason: f.Reason, Container: f.Container, Facts: f.Facts, Object: f.Object, NoLogs: f.NoLogs}
+		if f.Object.Kind == "Pod" {
+			inc.Members = []string{key.String()}
+		}
+		return e.Gather(ctx, incident.Notification{Transition: incident.Firing, Incident: inc})
+	}, nil
+}
+
+func printContext(out io.Writer, c *incident.Context) {
+	if c == nil {
+		return
+	}
+	if c.Hint != "" {
+		fmt.Fprintf(out, "  hint:  %s\n", c.Hint)
+	}
+	if c.Logs != nil {
+		fmt.Fprintf(out, "  logs (%s, previous: %v):\n", c.Logs.Container, c.Logs.Previous)
+		for _, l := range c.Logs.Lines {
+			fmt.Fprintf(out, "    | %s\n", l)
+		}
+	}
+	for _, ev := range c.Events {
+		fmt.Fprintf(out, "  event: %s %s ×%d: %s\n", ev.Type, ev.Reason, ev.Count, ev.Message)
+	}
+	if c.Unavailable != "" {
+		fmt.Fprintf(out, "  context incomplete: %s\n", c.Unavailable)
+	}
 }

@@ -178,6 +178,17 @@ func (e *Enricher) Dispatch(ctx context.Context, n incident.Notification) error 
 	}
 }
 
+// Gather returns n's context at once (within the wait bound), outside the
+// pipeline and its budget: for herald test, one object at a time.
+func (e *Enricher) Gather(ctx context.Context, n incident.Notification) *incident.Context {
+	if !wants(n) {
+		return &incident.Context{Hint: Hint(n.Incident)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Wait)
+	defer cancel()
+	return e.gather(ctx, n)
+}
+
 // wants says whether n is worth gathering context for: a firing about a
 // pod (or a workload's pods), or an update saying the restarts rose.
 func wants(n incident.Notification) bool {
