@@ -478,8 +478,12 @@ func auditByAgent(t *testing.T, path, agent string, from, to time.Time) map[stri
 		t.Fatal(err)
 	}
 	out := map[string]int{}
+	seen := map[string]bool{}
 	for _, line := range strings.Split(string(data), "\n") {
 		var ev struct {
+			// A streamed response (pods/log, a watch) is logged at two
+			// stages: count each request once.
+			AuditID   string `json:"auditID"`
 			Verb      string `json:"verb"`
 			UserAgent string `json:"userAgent"`
 			ObjectRef struct {
@@ -488,9 +492,10 @@ func auditByAgent(t *testing.T, path, agent string, from, to time.Time) map[stri
 			} `json:"objectRef"`
 			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 		}
-		if json.Unmarshal([]byte(line), &ev) != nil || !strings.HasPrefix(ev.UserAgent, agent) {
+		if json.Unmarshal([]byte(line), &ev) != nil || !strings.HasPrefix(ev.UserAgent, agent) || seen[ev.AuditID] {
 			continue
 		}
+		seen[ev.AuditID] = true
 		if ev.RequestReceivedTimestamp.Before(from) || ev.RequestReceivedTimestamp.After(to) {
 			continue
 		}
