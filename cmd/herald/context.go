@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/handlers"
@@ -20,10 +21,20 @@ import (
 // configuration asks for it, and returns the dispatcher the reconcile loop
 // uses and the stage's workers to run. Its permissions are optional: one
 // that is missing turns that part off with a warning naming it.
-func withContext(ctx context.Context, cfg *config.Config, client kubernetes.Interface, w *watcher.Watcher, next handlers.Dispatcher,
+func withContext(ctx context.Context, cfg *config.Config, restCfg *rest.Config, w *watcher.Watcher, next handlers.Dispatcher,
 	logger *slog.Logger, reg prometheus.Registerer) (handlers.Dispatcher, func(context.Context), error) {
 	if !*cfg.Context.Enabled {
 		return next, func(context.Context) {}, nil
+	}
+	// Its own client: client-go's client-side rate limit (5/s by default)
+	// would make context requests queue behind ledger writes and lease
+	// renewals, and those behind them. The stage's own budget
+	// (context.rate) bounds what it asks of the API server.
+	own := rest.CopyConfig(restCfg)
+	own.QPS, own.Burst = -1, 0
+	client, err := kubernetes.NewForConfig(own)
+	if err != nil {
+		return nil, nil, err
 	}
 	logs, logsUnavailable := *cfg.Context.Logs.Enabled, ""
 	for _, a := range []struct {

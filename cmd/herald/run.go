@@ -115,7 +115,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	w := watcher.New(clients, 0, logger)
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
 	dispatcher.OnDelivered(tracker.Delivered)
-	notify, gatherContext, err := withContext(ctx, cfg, clients.Typed, w, dispatcher, logger, reg)
+	notify, gatherContext, err := withContext(ctx, cfg, restCfg, w, dispatcher, logger, reg)
 	if err != nil {
 		logger.Error("setting up crash context", "error", err)
 		return 1
