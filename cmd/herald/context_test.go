@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/herald-k8s/herald/internal/natstest"
 	"github.com/herald-k8s/herald/internal/testenv"
 	"github.com/herald-k8s/herald/sinks"
 )
@@ -97,8 +99,8 @@ func podEvent(t *testing.T, client kubernetes.Interface, pod, typ, reason, messa
 // newest included, in order, escapes and NULs gone, secrets redacted), its
 // Warning events first and a hint; the kubelet, reached through the API
 // server's pods/log proxy, was asked for the previous instance with the
-// tail and byte limits. No secret of the log reaches a sink, herald's log
-// or its metrics.
+// tail and byte limits. No secret of the log reaches a sink (webhook,
+// Slack, NATS), herald's log or its metrics.
 func TestCrashContextEndToEnd(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
@@ -115,16 +117,27 @@ func TestCrashContextEndToEnd(t *testing.T) {
 	defer kubelet.Close()
 	recv := newReceiver(t)
 	slackAPI, slackGot := fakeSlackAPI(t)
+	bus := natstest.Start(t, t.TempDir(), 0)
+	defer bus.Shutdown()
+	nc, err := nats.Connect(bus.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	natsGot := make(chan []byte, 10)
+	nc.Subscribe("herald.>", func(m *nats.Msg) { natsGot <- m.Data })
+	nc.Flush()
 	metrics := freeAddr(t)
 	h := startedHerald(t, env, fmt.Sprintf(`
 context:
   redact: ['customer-[0-9]+']
 rules:
-  - {name: pod-crashloop, kind: Pod, detector: crashloop, severity: critical, sinks: [hook, chat]}
+  - {name: pod-crashloop, kind: Pod, detector: crashloop, severity: critical, sinks: [hook, chat, bus]}
 sinks:
   - {name: hook, webhook: {url: %s/herald}}
   - {name: chat, slack: {channel: "#alerts", apiURL: %q, token: {value: xoxb-test, allowPlaintext: true}}}
-`, recv.URL, slackAPI.URL+"/api/"), "--metrics-addr", metrics, "--log-level", "debug")
+  - {name: bus, nats: {url: %q}}
+`, recv.URL, slackAPI.URL+"/api/", bus.ClientURL()), "--metrics-addr", metrics, "--log-level", "debug")
 	defer h.stop()
 
 	podOnNode(t, client, "shop", "node-1")
@@ -172,6 +185,16 @@ sinks:
 		}
 	}
 
+	var natsPayload []byte
+	select {
+	case natsPayload = <-natsGot:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no NATS message")
+	}
+	if !bytes.Contains(natsPayload, []byte("FATAL panic: cannot reach the database")) {
+		t.Errorf("the NATS payload has no log lines:\n%s", natsPayload)
+	}
+
 	// herald test shows, live, the context the firing would carry.
 	kc := t.TempDir() + "/kubeconfig"
 	env.WriteKubeconfig(kc)
@@ -201,7 +224,7 @@ sinks:
 	enc.Encode(p)
 	payload := buf.String()
 	for what, secret := range logSecrets {
-		for where, text := range map[string]string{"webhook payload": payload, "Slack": slackText, "herald's log": h.logs.String(), "metrics": string(metricsText)} {
+		for where, text := range map[string]string{"webhook payload": payload, "Slack": slackText, "NATS payload": string(natsPayload), "herald's log": h.logs.String(), "metrics": string(metricsText)} {
 			if strings.Contains(text, secret) {
 				t.Errorf("the %s appears in %s", what, where)
 			}
