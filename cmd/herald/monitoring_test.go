@@ -105,10 +105,6 @@ func TestMonitoringUsesExposedMetrics(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
-	go func() { // drain: this test reads metrics, not notifications
-		for range recv.got {
-		}
-	}()
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
 	defer down.Close()
 	createNamespaces(t, client, "shop")
@@ -124,10 +120,25 @@ sinks:
   - {name: down, webhook: {url: %s/down}, maxAge: 2s}
 `, recv.URL, down.URL), "--metrics-addr", metrics)
 	defer h.stop()
+	// A problem that comes back: flapping. herald is level-triggered, so
+	// each state is written once the last one was seen.
 	crashPods(t, client, "flap", 1)
-	for _, state := range []appState{ready, crashLooping, ready} { // comes back: flapping
-		setStatus(t, client, "flap-0", state, 4)
+	if p := recv.next(t, 10*time.Second); p.Transition != "firing" {
+		t.Fatalf("got %s, want firing", p.Transition)
 	}
+	for _, step := range []struct {
+		state appState
+		want  string
+	}{{ready, "resolved"}, {crashLooping, "firing"}, {ready, "updated"}} {
+		setStatus(t, client, "flap-0", step.state, 4)
+		if p := recv.next(t, 10*time.Second); p.Transition != step.want {
+			t.Fatalf("got %s (%q), want %s", p.Transition, p.Change, step.want)
+		}
+	}
+	go func() { // from here on this test reads metrics, not notifications
+		for range recv.got {
+		}
+	}()
 	for _, pod := range deploymentPods(t, client, "shop", "api", 3) { // merged updates
 		setStatusIn(t, client, "shop", pod, crashLooping, 2)
 	}
