@@ -14,15 +14,22 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/herald ./cmd/herald
 
-# etcd, kube-apiserver and helm for the tests (minutes the first time).
+# etcd, kube-apiserver, the real node's kubelet, scheduler and
+# controller-manager, helm and promtool for the tests (minutes the first
+# time), and Debian's containerd, runc and CNI plugins (apt-get, as root)
+# when missing: docs/testing.md.
 testenv:
 	$(GO) run ./internal/testenv/build
 
 vet:
 	$(GO) vet ./...
 
+# The real-node tests (internal/realnode) run after the rest: a kubelet,
+# containerd and real containers beside the timing-sensitive packages
+# would only make both slower and less steady.
 test: testenv vet build
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v /internal/realnode$$)
+	$(GO) test -race -count=1 -timeout 15m ./internal/realnode
 	$(MAKE) fuzz
 
 # Every fuzz target for a short run (FUZZ_RUNS inputs each; counted, not

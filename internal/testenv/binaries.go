@@ -19,10 +19,14 @@ const (
 	EtcdVersion = "v3.6.8"
 )
 
-// Binaries are the paths of the control-plane programs.
+// Binaries are the paths of the control-plane programs (the scheduler,
+// controller-manager and kubelet are for a real node, Options.Node).
 type Binaries struct {
-	KubeAPIServer string
-	Etcd          string
+	KubeAPIServer         string
+	Etcd                  string
+	KubeScheduler         string
+	KubeControllerManager string
+	Kubelet               string
 }
 
 // sourceDir is this package's directory, known at compile time; the tools
@@ -52,10 +56,13 @@ func EnsureBinaries(ctx context.Context, logf func(format string, args ...any)) 
 
 func ensureBinariesIn(ctx context.Context, binDir string, logf func(format string, args ...any)) (Binaries, error) {
 	bins := Binaries{
-		KubeAPIServer: filepath.Join(binDir, "kube-apiserver-"+KubeVersion),
-		Etcd:          filepath.Join(binDir, "etcd-"+EtcdVersion),
+		KubeAPIServer:         filepath.Join(binDir, "kube-apiserver-"+KubeVersion),
+		Etcd:                  filepath.Join(binDir, "etcd-"+EtcdVersion),
+		KubeScheduler:         filepath.Join(binDir, "kube-scheduler-"+KubeVersion),
+		KubeControllerManager: filepath.Join(binDir, "kube-controller-manager-"+KubeVersion),
+		Kubelet:               filepath.Join(binDir, "kubelet-"+KubeVersion),
 	}
-	if exists(bins.KubeAPIServer) && exists(bins.Etcd) {
+	if exists(bins.KubeAPIServer) && exists(bins.Etcd) && exists(bins.KubeScheduler) && exists(bins.KubeControllerManager) && exists(bins.Kubelet) {
 		return bins, nil
 	}
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
@@ -75,6 +82,9 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 	for _, b := range []struct{ pkg, out, ldflags string }{
 		{"go.etcd.io/etcd/server/v3", bins.Etcd, ""},
 		{"k8s.io/kubernetes/cmd/kube-apiserver", bins.KubeAPIServer, kubeLDFlags},
+		{"k8s.io/kubernetes/cmd/kube-scheduler", bins.KubeScheduler, kubeLDFlags},
+		{"k8s.io/kubernetes/cmd/kube-controller-manager", bins.KubeControllerManager, kubeLDFlags},
+		{"k8s.io/kubernetes/cmd/kubelet", bins.Kubelet, kubeLDFlags},
 	} {
 		if exists(b.out) { // built by whoever held the lock before us
 			continue

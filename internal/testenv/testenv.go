@@ -1,6 +1,9 @@
 // Package testenv runs a real etcd and kube-apiserver on loopback ports for
-// tests and the demo. There is no kubelet and no controller-manager: tests
-// write pod status through the /status subresource themselves.
+// tests and the demo. By default there is no kubelet and no
+// controller-manager: tests write pod status through the /status
+// subresource themselves, for exact control. With Options.Node it also
+// runs a real node: kube-scheduler, kube-controller-manager, and a kubelet
+// with containerd and runc in a network namespace of its own (node.go).
 package testenv
 
 import (
@@ -8,15 +11,14 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -42,6 +44,16 @@ type Options struct {
 	// Audit writes the API server's audit log (every request, metadata
 	// level) to Dir/audit.log, for tests that count requests.
 	Audit bool
+	// Node starts a real node too (WithNode): scheduler,
+	// controller-manager, containerd and a kubelet. Needs root and
+	// Debian's containerd, runc and containernetworking-plugins.
+	Node bool
+}
+
+// WithNode is Options with a real node.
+func WithNode(opts Options) Options {
+	opts.Node = true
+	return opts
 }
 
 // Env is a running control plane.
@@ -52,6 +64,8 @@ type Env struct {
 	EtcdURL string
 	// Dir holds the data, certificates and logs.
 	Dir string
+	// Node is the real node (Options.Node), or nil.
+	Node *Node
 
 	etcd, apiserver *process
 	ownDir          bool
@@ -72,6 +86,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var plan *nodePlan
 	env = &Env{Dir: opts.Dir}
 	if env.Dir == "" {
 		if env.Dir, err = os.MkdirTemp("", "herald-testenv-"); err != nil {
@@ -82,6 +97,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n%s\n%s", err, env.etcd.tail(30), env.apiserver.tail(30))
+			if plan != nil && env.Node == nil {
+				plan.network.tearDown()
+			}
 			env.Stop()
 			env = nil
 		}
@@ -117,18 +135,29 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := writeServiceAccountKey(saKey); err != nil {
 		return env, err
 	}
-	if err := os.WriteFile(tokens, []byte(adminToken+","+AdminUser+",uid-admin,\"system:masters\"\n"), 0o600); err != nil {
+	tokenLines := adminToken + "," + AdminUser + ",uid-admin,\"system:masters\"\n"
+	authorization := "--authorization-mode=RBAC"
+	advertise := "127.0.0.1"
+	if opts.Node {
+		if plan, err = planNode(env.Dir); err != nil {
+			return env, err
+		}
+		tokenLines += plan.token + ",system:node:" + plan.name + ",uid-node,\"system:nodes\"\n"
+		authorization = "--authorization-mode=Node,RBAC"
+		advertise = plan.network.HostIP
+	}
+	if err := os.WriteFile(tokens, []byte(tokenLines), 0o600); err != nil {
 		return env, err
 	}
 	port := strconv.Itoa(ports[2])
 	env.apiserverArgs = []string{
 		"--etcd-servers=" + env.EtcdURL,
 		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--advertise-address=" + advertise,
 		"--secure-port=" + port,
 		"--cert-dir=" + certDir,
 		"--token-auth-file=" + tokens,
-		"--authorization-mode=RBAC",
+		authorization,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + saKey,
 		"--service-account-signing-key-file=" + saKey,
@@ -148,6 +177,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		env.apiserverArgs = append(env.apiserverArgs, "--audit-policy-file="+policy, "--audit-log-path="+env.AuditLog(),
 			"--audit-log-mode=blocking", "--audit-log-format=json")
 	}
+	if plan != nil {
+		env.apiserverArgs = append(env.apiserverArgs, plan.apiserverArgs...)
+	}
 	env.apiserverArgs = append(env.apiserverArgs, opts.APIServerArgs...)
 	env.Config = &rest.Config{
 		Host:        "https://127.0.0.1:" + port,
@@ -159,6 +191,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 	logf("testenv: kube-apiserver %s ready at %s (dir %s)", KubeVersion, env.Config.Host, env.Dir)
+	if plan != nil {
+		if env.Node, err = env.startNode(ctx, plan, bins, logf); err != nil {
+			return env, err
+		}
+	}
 	return env, nil
 }
 
@@ -208,55 +245,6 @@ func (e *Env) StartAPIServer(ctx context.Context) error {
 // the control plane would); etcd keeps its data.
 func (e *Env) StopAPIServer() { e.apiserver.stop() }
 
-// etcdPost calls etcd's JSON gateway.
-func (e *Env) etcdPost(path, body string) (map[string]any, error) {
-	resp, err := http.Post(e.EtcdURL+path, "application/json", strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("etcd %s: %s: %v", path, resp.Status, out)
-	}
-	return out, nil
-}
-
-// CompactEtcd compacts etcd's history up to its current revision, through
-// etcd's JSON gateway: watches from an older resourceVersion then fail
-// with 410 Gone (when the API server's watch cache is off).
-func (e *Env) CompactEtcd() error {
-	out, err := e.etcdPost("/v3/kv/range", `{"key":"AA=="}`) // any key: the header has the revision
-	if err != nil {
-		return err
-	}
-	header, _ := out["header"].(map[string]any)
-	rev, _ := header["revision"].(string)
-	if rev == "" {
-		return fmt.Errorf("no revision in etcd's answer %v", out)
-	}
-	_, err = e.etcdPost("/v3/kv/compaction", `{"revision":"`+rev+`","physical":true}`)
-	return err
-}
-
-// AdvanceEtcdRevision writes n times to a key outside the API server's
-// prefix, as the other API servers of a highly available control plane
-// keep writing while one is down. A restarted API server's watch cache
-// then starts after every resourceVersion a client has seen, so watches
-// from before the restart get 410 Gone and clients list again.
-func (e *Env) AdvanceEtcdRevision(n int) error {
-	for range n {
-		// key and value: base64 of "herald-testenv-filler" and "x"
-		if _, err := e.etcdPost("/v3/kv/put", `{"key":"aGVyYWxkLXRlc3RlbnYtZmlsbGVy","value":"eA=="}`); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Client returns an admin clientset.
 func (e *Env) Client() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(e.Config)
@@ -274,10 +262,16 @@ func (e *Env) ConfigFor(user string, groups ...string) *rest.Config {
 // impersonates), for running herald as a separate process against this
 // control plane.
 func (e *Env) WriteKubeconfig(path string) error {
+	return WriteKubeconfigOf(path, e.Config)
+}
+
+// WriteKubeconfigOf writes a kubeconfig of cfg (a token, maybe an
+// impersonated user), e.g. one of ServiceAccountConfig.
+func WriteKubeconfigOf(path string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["testenv"] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.Config.BearerToken,
-		Impersonate: e.Config.Impersonate.UserName, ImpersonateGroups: e.Config.Impersonate.Groups}
+	kc.Clusters["testenv"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken,
+		Impersonate: cfg.Impersonate.UserName, ImpersonateGroups: cfg.Impersonate.Groups}
 	kc.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: "admin"}
 	kc.CurrentContext = "testenv"
 	return clientcmd.WriteToFile(*kc, path)
@@ -295,14 +289,27 @@ func (e *Env) PIDs() []int {
 	return pids
 }
 
-// Stop stops the API server, then etcd, and removes a temporary Dir.
-// It is safe to call more than once.
+// Stop stops the node (if any), the API server, then etcd, and removes a
+// temporary Dir. It is safe to call more than once.
 func (e *Env) Stop() {
+	_ = e.StopChecked()
+}
+
+// StopChecked is Stop, returning what the node's teardown could not
+// remove (mounts, cgroups, network), for tests that check nothing is left.
+func (e *Env) StopChecked() error {
+	var errs []error
+	if e.Node != nil {
+		client, _ := e.Client()
+		errs = e.Node.stop(context.Background(), client)
+		e.Node = nil
+	}
 	e.apiserver.stop()
 	e.etcd.stop()
 	if e.ownDir {
 		os.RemoveAll(e.Dir)
 	}
+	return errors.Join(errs...)
 }
 
 func writeServiceAccountKey(path string) error {

@@ -1,6 +1,8 @@
 // Command build builds the control-plane binaries internal/testenv runs
-// and the helm and promtool binaries the chart is tested with,
-// if they are not in the cache yet. make test and make demo run it first
+// (with the real node's kubelet, scheduler and controller-manager) and
+// the helm and promtool binaries the chart is tested with, if they are
+// not in the cache yet, and installs the real node's Debian packages
+// (containerd, runc, CNI plugins) when missing. make test and make demo run it first
 // so that the slow cold build shows its progress instead of happening
 // silently inside a test.
 package main
@@ -27,6 +29,10 @@ func main() {
 	}
 	promtool, err := testenv.EnsurePromtool(context.Background(), logf)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := testenv.EnsureNodePackages(context.Background(), logf); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
