@@ -115,6 +115,11 @@ type Rule struct {
 	// must run and be ready without a new restart before its crash loop
 	// counts as over (default 60s; 0s: as soon as it is ready).
 	Settle *time.Duration `yaml:"settle"`
+	// Except is a detector parameter (crashloop): termination reasons
+	// another rule reports, e.g. [OOMKilled] beside an oomkilled rule, so
+	// that a container killed for memory again and again is one alert
+	// (the OOM kill), not two.
+	Except []string `yaml:"except"`
 	// UpdateInterval overrides incidents.updateInterval for this rule.
 	UpdateInterval *time.Duration `yaml:"updateInterval"`
 	// Context overrides the crash context settings for this rule.

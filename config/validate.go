@@ -166,6 +166,14 @@ func (c *Config) validate() Errors {
 		if r.Settle != nil && r.Detector != "crashloop" {
 			add(p+".settle", "settle applies to the crashloop detector only")
 		}
+		if len(r.Except) > 0 && r.Detector != "crashloop" {
+			add(p+".except", "except applies to the crashloop detector only")
+		}
+		for j, reason := range r.Except {
+			if reason == "" {
+				add(fmt.Sprintf("%s.except[%d]", p, j), "a termination reason, e.g. OOMKilled, must not be empty")
+			}
+		}
 		if r.Threshold < 0 {
 			add(p+".threshold", "must not be negative, got %d", r.Threshold)
 		}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -47,6 +48,18 @@ func containers(pod *corev1.Pod) []containerStatus {
 // down, kubectl delete): none of their problems is news.
 func gone(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil }
 
+// lastTermination is the reason the container last ended: its current
+// state if it is terminated, else its last termination state.
+func lastTermination(cs corev1.ContainerStatus) string {
+	if t := cs.State.Terminated; t != nil {
+		return t.Reason
+	}
+	if t := cs.LastTerminationState.Terminated; t != nil {
+		return t.Reason
+	}
+	return ""
+}
+
 func restartFacts(cs corev1.ContainerStatus) map[string]string {
 	f := map[string]string{"restartCount": strconv.Itoa(int(cs.RestartCount))}
 	if t := cs.LastTerminationState.Terminated; t != nil {
@@ -74,12 +87,16 @@ func restartDetail(f map[string]string) string {
 }
 
 // detectCrashLoop fires for every container the kubelet holds in
-// CrashLoopBackOff. Between crashes such a container is briefly running,
-// even ready; until it has run ready for the settle time without a new
-// restart (an init container: until it exited 0) it is reported as
-// Sustaining, so the incident neither resolves nor fires again with each
-// crash cycle. The settle clock is the container's own startedAt, so a
-// restart of herald does not reset it.
+// CrashLoopBackOff, or that has just crashed again (backingOff): the
+// kubelet writes CrashLoopBackOff only when one of its pod syncs lands
+// inside the back-off, which with its default 1m sync period is a flash
+// at the end of each of the first back-offs (docs/testing.md). Between
+// crashes such a container is briefly running, even ready; until it has
+// run ready for the settle time without a new restart (an init
+// container: until it exited 0) it is reported as Sustaining, so the
+// incident neither resolves nor fires again with each crash cycle. The settle clock is the container's own startedAt, so a
+// restart of herald does not reset it. A container whose last
+// termination has a reason in p.Except (OOMKilled) is another rule's.
 func detectCrashLoop(obj runtime.Object, p Params, now time.Time) ([]Detection, error) {
 	pod, err := asPod(obj)
 	if err != nil || gone(pod) {
@@ -87,11 +104,20 @@ func detectCrashLoop(obj runtime.Object, p Params, now time.Time) ([]Detection, 
 	}
 	var out []Detection
 	for _, cs := range containers(pod) {
-		looping := cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
-		if !looping && cs.RestartCount == 0 {
+		looping := cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" || backingOff(cs.ContainerStatus)
+		if !looping && cs.RestartCount == 0 || slices.Contains(p.Except, lastTermination(cs.ContainerStatus)) {
 			continue
 		}
 		d := Detection{Reason: "CrashLoopBackOff", Container: cs.Name, Facts: restartFacts(cs.ContainerStatus), Sustaining: !looping}
+		if t := cs.State.Terminated; t != nil {
+			// The instance that crashed is the current one: its log is
+			// the current container's, not the previous one's.
+			d.Facts["state"] = "terminated"
+			d.Facts["exitCode"] = strconv.Itoa(int(t.ExitCode))
+			if t.Reason != "" {
+				d.Facts["lastReason"] = t.Reason
+			}
+		}
 		d.Detail = restartDetail(d.Facts)
 		if !looping {
 			left, up := settleLeft(cs, p.Settle, now)
@@ -103,6 +129,22 @@ func detectCrashLoop(obj runtime.Object, p Params, now time.Time) ([]Detection, 
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// backoffReset is how long a container must have run for the kubelet to
+// restart it after a crash without a back-off (twice its maximum
+// back-off of 5 minutes).
+const backoffReset = 10 * time.Minute
+
+// backingOff: the container has crashed (exit code not 0) after a
+// restart, having run for less than backoffReset: the kubelet now backs
+// off before restarting it, which is what CrashLoopBackOff says.
+func backingOff(cs corev1.ContainerStatus) bool {
+	t := cs.State.Terminated
+	if t == nil || t.ExitCode == 0 || cs.RestartCount < 1 {
+		return false
+	}
+	return t.StartedAt.IsZero() || t.FinishedAt.IsZero() || t.FinishedAt.Sub(t.StartedAt.Time) < backoffReset
 }
 
 // settleLeft says whether a container that crashed before is up again
@@ -153,6 +195,9 @@ func detectOOMKilled(obj runtime.Object, p Params, now time.Time) ([]Detection, 
 			continue
 		}
 		facts := map[string]string{"restartCount": strconv.Itoa(int(cs.RestartCount)), "exitCode": strconv.Itoa(int(t.ExitCode))}
+		if t == cs.State.Terminated {
+			facts["state"] = "terminated" // the killed instance is the current one
+		}
 		detail := "killed for running out of memory"
 		if l, ok := limits[cs.Name]; ok {
 			facts["memoryLimit"] = l
@@ -162,6 +207,14 @@ func detectOOMKilled(obj runtime.Object, p Params, now time.Time) ([]Detection, 
 			Since: t.FinishedAt.Time, RecheckAfter: wait})
 	}
 	return out, nil
+}
+
+// startingOver: the container has never run and the kubelet is (again)
+// about to create it.
+func startingOver(cs containerStatus) bool {
+	w := cs.State.Waiting
+	return w != nil && (w.Reason == "ContainerCreating" || w.Reason == "PodInitializing") &&
+		cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil
 }
 
 // waitingDetector fires for containers waiting with one of reasons; the
@@ -177,6 +230,14 @@ func waitingDetector(reasons ...string) Detector {
 		for _, cs := range containers(pod) {
 			w := cs.State.Waiting
 			if w == nil {
+				continue
+			}
+			if startingOver(cs) {
+				// A restarted kubelet writes ContainerCreating for every
+				// container it has not started yet, for some seconds
+				// before it tries again and finds the same problem: not
+				// a recovery. An open incident stays open; none opens.
+				out = append(out, Detection{Reason: reasons[0], Container: cs.Name, Sustaining: true, Detail: w.Reason})
 				continue
 			}
 			for _, r := range reasons {

@@ -37,6 +37,8 @@ type Params struct {
 	Reasons   []string
 	// Settle: how long a recovered container must stay up (crashloop).
 	Settle time.Duration
+	// Except: termination reasons left to another rule (crashloop).
+	Except []string
 }
 
 // Detector inspects one object and reports its problems.

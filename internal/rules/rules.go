@@ -150,7 +150,7 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 	r := &Rule{
 		name: rc.Name, kind: kind, severity: rc.Severity, reason: rc.Reason,
 		include: rc.Namespaces.Include, exclude: rc.Namespaces.Exclude, sinks: rc.Sinks,
-		params:  Params{Threshold: rc.Threshold, Window: rc.Window, Reasons: rc.Reasons},
+		params:  Params{Threshold: rc.Threshold, Window: rc.Window, Reasons: rc.Reasons, Except: rc.Except},
 		groupBy: rc.GroupBy == "workload", repeat: rc.Repeat, restartStep: rc.RestartStep,
 		channel: rc.Channel,
 	}

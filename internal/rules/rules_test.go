@@ -108,6 +108,16 @@ func TestDetectors(t *testing.T) {
 		{"Pod", "crashloop", "", "deleting.yaml", ""},
 		{"Pod", "crashloop", "", "image-pull.yaml", ""},
 		{"Pod", "crashloop", "", "exit0.yaml", ""},
+		// Crashed again, before the kubelet's CrashLoopBackOff status.
+		{"Pod", "crashloop", "", "crashed-again.yaml", "CrashLoopBackOff/app"},
+		{"Pod", "crashloop", "", "crashed-after-long-run.yaml", "CrashLoopBackOff/app~"}, // keeps an open incident open, opens none
+		// The real kubelet's OOM loop is a crash loop too; except leaves
+		// it to the oomkilled rule, and only it.
+		{"Pod", "crashloop", "", "oom-crashloop.yaml", "CrashLoopBackOff/app"},
+		{"Pod", "crashloop", ", except: [OOMKilled]", "oom-crashloop.yaml", ""},
+		{"Pod", "crashloop", ", except: [OOMKilled]", "crashloop.yaml", "CrashLoopBackOff/app"},
+		{"Pod", "crashloop", ", except: [OOMKilled]", "oomkilled-recent.yaml", ""},
+		{"Pod", "oomkilled", "", "oom-crashloop.yaml", "OOMKilled/app"},
 		{"Pod", "oomkilled", "", "oomkilled-recent.yaml", "OOMKilled/redis"},
 		{"Pod", "oomkilled", "", "oomkilled-old.yaml", ""},
 		{"Pod", "oomkilled", "", "exit137-not-oom.yaml", ""},
@@ -116,6 +126,9 @@ func TestDetectors(t *testing.T) {
 		{"Pod", "image-pull", "", "healthy.yaml", ""},
 		{"Pod", "container-error", "", "config-error.yaml", "CreateContainerConfigError/app"},
 		{"Pod", "container-error", "", "crashloop.yaml", ""},
+		// ContainerCreating keeps an open incident open, opens none.
+		{"Pod", "container-error", "", "creating.yaml", "CreateContainerConfigError/app~,CreateContainerError/app~,RunContainerError/app~"},
+		{"Pod", "image-pull", "", "creating.yaml", "ImagePullBackOff/app~"},
 		{"Pod", "pod-failed", "", "failed.yaml", "PodFailed"},
 		{"Pod", "pod-failed", "", "evicted.yaml", ""},
 		{"Pod", "pod-failed", "", "failed-job-pod.yaml", ""},
