@@ -1,6 +1,7 @@
 package enrich
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,11 +78,25 @@ func (e *Enricher) gather(ctx context.Context, n incident.Notification) *inciden
 	}
 	if wantLogs && e.opts.Logs {
 		wg.Go(func() {
-			previous := restarts(inc) > 0
+			// The crashed instance: the previous container while the
+			// kubelet backs off or has restarted it; the current one
+			// when it is the one that just exited.
+			previous := restarts(inc) > 0 && inc.Facts["state"] != "terminated"
 			limit := int64(e.opts.MaxBytes * fetchFactor)
 			tail := int64(e.opts.Lines) + 1 // one more than kept: were older lines cut?
-			_, err := e.timed(ctx, "logs", func(ctx context.Context) error {
+			err := e.timed(ctx, "logs", func(ctx context.Context) error {
 				b, err := e.opts.Source.Logs(ctx, ns, pod, &corev1.PodLogOptions{Container: inc.Container, Previous: previous, TailLines: &tail, LimitBytes: &limit})
+				if err == nil && previous && kubeletLostLog(b) {
+					// The kubelet has removed the previous container
+					// already (it keeps one dead container per
+					// container); the current instance's log is the
+					// nearest there is.
+					previous = false
+					b, err = e.opts.Source.Logs(ctx, ns, pod, &corev1.PodLogOptions{Container: inc.Container, TailLines: &tail, LimitBytes: &limit})
+				}
+				if err == nil && kubeletLostLog(b) {
+					return errLogGone
+				}
 				if err == nil {
 					lines, cut := cleanTail(b, e.opts.Lines, e.opts.MaxBytes, e.opts.Redactor)
 					mu.Lock()
@@ -98,7 +112,7 @@ func (e *Enricher) gather(ctx context.Context, n incident.Notification) *inciden
 	}
 	wg.Go(func() {
 		var events []corev1.Event
-		_, err := e.timed(ctx, "events", func(ctx context.Context) error {
+		err := e.timed(ctx, "events", func(ctx context.Context) error {
 			var err error
 			events, err = e.opts.Source.Events(ctx, ns, pod)
 			return err
@@ -129,13 +143,12 @@ func (e *Enricher) gather(ctx context.Context, n incident.Notification) *inciden
 }
 
 // timed runs one request, counting it by kind and result.
-func (e *Enricher) timed(ctx context.Context, kind string, do func(context.Context) error) (time.Duration, error) {
+func (e *Enricher) timed(ctx context.Context, kind string, do func(context.Context) error) error {
 	start := e.opts.Now()
 	err := do(ctx)
-	took := e.opts.Now().Sub(start)
 	e.opts.Metrics.Requests.WithLabelValues(kind, result(ctx, err)).Inc()
-	e.opts.Metrics.Seconds.WithLabelValues(kind).Observe(took.Seconds())
-	return took, err
+	e.opts.Metrics.Seconds.WithLabelValues(kind).Observe(e.opts.Now().Sub(start).Seconds())
+	return err
 }
 
 func result(ctx context.Context, err error) string {
@@ -161,6 +174,10 @@ func (e *Enricher) explain(what string, err error) string {
 		why = "forbidden (herald's RBAC lacks " + map[string]string{"logs": "get pods/log", "events": "list events"}[what] + ")"
 	default:
 		why = "unavailable"
+		if errors.Is(err, errLogGone) {
+			why = "gone (the kubelet has already removed the crashed container)"
+			break
+		}
 		var status apierrors.APIStatus
 		if errors.As(err, &status) {
 			why += " (" + strings.TrimSpace(strconv.Itoa(int(status.Status().Code))+" "+string(status.Status().Reason)) + ")"
@@ -214,6 +231,17 @@ func ranBefore(inc incident.Incident) bool {
 	}
 	return false
 }
+
+// kubeletLostLogPrefix starts what the kubelet answers, with status 200,
+// for a container it has already removed.
+const kubeletLostLogPrefix = "unable to retrieve container logs for "
+
+func kubeletLostLog(b []byte) bool {
+	return bytes.HasPrefix(bytes.TrimSpace(b), []byte(kubeletLostLogPrefix))
+}
+
+// errLogGone: neither instance's log is there any more.
+var errLogGone = errors.New("the kubelet has removed the crashed container and its log")
 
 func restarts(inc incident.Incident) int {
 	n, _ := strconv.Atoi(inc.Facts["restartCount"])
