@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/internal/testenv"
 )
@@ -47,16 +45,13 @@ func TestChartRBACIsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	chartConfig := cm.Data["config.yaml"]
-	tok, err := admin.CoreV1().ServiceAccounts("herald").CreateToken(ctx, "herald",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	saConfig, err := env.TokenConfig(ctx, admin, "herald", "herald")
 	if err != nil {
-		t.Fatalf("TokenRequest: %v", err)
+		t.Fatal(err)
 	}
-	asSA := *env
-	asSA.Config = &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
 	dir := t.TempDir()
 	saKubeconfig := dir + "/sa.kubeconfig"
-	if err := asSA.WriteKubeconfig(saKubeconfig); err != nil {
+	if err := testenv.WriteKubeconfigOf(saKubeconfig, saConfig); err != nil {
 		t.Fatal(err)
 	}
 	bin := buildHerald(t)

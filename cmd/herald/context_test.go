@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -318,7 +317,7 @@ sinks:
 
 	// herald's identity may watch pods and list events, but not get
 	// pods/log: one warning at start, and alerts that say so.
-	kc := limitedKubeconfig(t, env, client)
+	kc := limitedKubeconfig(t, env)
 	limited := *env
 	limited.Config = kc
 	h = startedHerald(t, &limited, cfg)
@@ -332,38 +331,22 @@ sinks:
 // limitedKubeconfig is a ServiceAccount's client configuration with what
 // herald needs to run (pods, events, its lease and ledger in default) but
 // not pods/log.
-func limitedKubeconfig(t *testing.T, env *testenv.Env, admin kubernetes.Interface) *rest.Config {
+func limitedKubeconfig(t *testing.T, env *testenv.Env) *rest.Config {
 	t.Helper()
-	ctx := context.Background()
-	create := func(err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
+	cfg, err := env.ServiceAccountConfig(context.Background(), "default", "no-logs", testenv.Permissions{
+		Cluster: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+		},
+		Namespace: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"}}, metav1.CreateOptions{})
-	create(err)
-	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
-	}}, metav1.CreateOptions{})
-	create(err)
-	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "no-logs"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "no-logs", Namespace: "default"}}}, metav1.CreateOptions{})
-	create(err)
-	_, err = admin.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
-	}}, metav1.CreateOptions{})
-	create(err)
-	_, err = admin.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-logs"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "no-logs"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "no-logs", Namespace: "default"}}}, metav1.CreateOptions{})
-	create(err)
-	tok, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, "no-logs",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
-	create(err)
-	return &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
+	return cfg
 }
 
 // TestCrashContextStorm: 500 pods of 50 Deployments crash within 10 s, half

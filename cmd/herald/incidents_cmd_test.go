@@ -10,45 +10,23 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // readOnlyKubeconfig writes a kubeconfig for a ServiceAccount that may
 // only get and list ConfigMaps in namespace: what herald incidents needs.
-func readOnlyKubeconfig(t *testing.T, env *testenv.Env, admin kubernetes.Interface, namespace string) string {
+func readOnlyKubeconfig(t *testing.T, env *testenv.Env, namespace string) string {
 	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ledger-reader", Namespace: namespace}}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ledger-reader", Namespace: namespace},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ledger-reader", Namespace: namespace},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "ledger-reader"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "ledger-reader", Namespace: namespace}}}
-	if _, err := admin.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, "ledger-reader",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	cfg, err := env.ServiceAccountConfig(context.Background(), namespace, "ledger-reader", testenv.Permissions{
+		Namespace: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := *env
-	reader.Config = &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
 	path := t.TempDir() + "/reader.kubeconfig"
-	if err := reader.WriteKubeconfig(path); err != nil {
+	if err := testenv.WriteKubeconfigOf(path, cfg); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -83,7 +61,7 @@ sinks:
 		t.Fatalf("got %s for %s, want app-2 resolved", p.Transition, p.Object.Name)
 	}
 	ledgerSettled(t, client)
-	kc := readOnlyKubeconfig(t, env, client, "default")
+	kc := readOnlyKubeconfig(t, env, "default")
 
 	var stdout, stderr bytes.Buffer
 	if code := runMain(context.Background(), []string{"incidents", "--kubeconfig", kc, "--namespace", "default", "-o", "json"}, &stdout, &stderr); code != 0 {

@@ -1,9 +1,12 @@
-// Command demo shows herald's main job on a machine with nothing but Go:
-// it starts a local control plane, runs the herald binary against it with
-// examples/demo.yaml, and prints herald's notifications as they arrive: a
-// Deployment's pods crashing together (one alert, one paced update), a
-// crash loop that is ready between crashes (one incident), recoveries
-// after the settle time, and a pod deleted while it crash-loops.
+// Command demo shows herald's main job on a machine with nothing but Go
+// (and root, for the real node): it starts a local control plane with a
+// real node (kubelet, containerd, scheduler, controller-manager), runs the
+// herald binary against it with examples/demo.yaml, and prints herald's
+// notifications as real containers fail: a Deployment's pods crashing
+// together (one alert with the crashed container's log lines, one paced
+// update), a container killed for memory (one OOMKilled alert), a crash
+// loop that recovers (resolved after the settle time), and a crash-looping
+// pod that is deleted.
 //
 //	go run ./internal/demo -herald bin/herald -config examples/demo.yaml
 package main
@@ -13,17 +16,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -48,8 +51,8 @@ func say(format string, args ...any) {
 
 func run(heraldBin, configPath string) error {
 	ctx := context.Background()
-	say("starting a local control plane (etcd %s, kube-apiserver %s); the first run builds them, which takes minutes", testenv.EtcdVersion, testenv.KubeVersion)
-	env, err := testenv.Start(ctx, testenv.Options{Logf: func(f string, a ...any) { fmt.Printf("    "+f+"\n", a...) }})
+	say("starting a local cluster: etcd %s, kube-apiserver, kube-scheduler, kube-controller-manager and a real node (kubelet %s, containerd, runc) in a network namespace; the first run builds them, which takes minutes", testenv.EtcdVersion, testenv.KubeVersion)
+	env, err := testenv.Start(ctx, testenv.WithNode(testenv.Options{Logf: func(f string, a ...any) { fmt.Printf("    "+f+"\n", a...) }}))
 	if err != nil {
 		return err
 	}
@@ -61,15 +64,6 @@ func run(heraldBin, configPath string) error {
 	if err != nil {
 		return err
 	}
-	// The demo's pods run on a stand-in kubelet: the API server fetches
-	// their logs from it, as it would from a node's, for the crash context.
-	kubelet, err := testenv.StartKubelet(ctx, client, "demo-node", func(_ context.Context, r testenv.LogRequest) ([]string, int) {
-		return demoLog(r.Pod, r.Previous), http.StatusOK
-	})
-	if err != nil {
-		return err
-	}
-	defer kubelet.Close()
 	kubeconfig := filepath.Join(env.Dir, "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		return err
@@ -113,87 +107,69 @@ func run(heraldBin, configPath string) error {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	web := []string{"web-5d8f-a", "web-5d8f-b", "web-5d8f-c", "web-5d8f-d", "web-5d8f-e"}
-	say("creating the Deployment web's 5 pods, and pods api and worker, in namespace %s, all healthy", ns)
-	for _, name := range append(slices.Clone(web), "api", "worker") {
-		if err := createPod(ctx, client, name); err != nil {
-			return err
-		}
-		if err := setStatus(ctx, client, name, "ready", 0); err != nil {
-			return err
-		}
-	}
 	sent := 0
-	seen := func(lines []string) { sent += len(lines) }
+	seen := func(lines []string) { // a notification's first line; the rest is its context
+		for _, l := range lines {
+			if strings.Contains(l, "FIRING") || strings.Contains(l, "UPDATED") || strings.Contains(l, "RESOLVED") {
+				sent++
+			}
+		}
+	}
 
-	say("a storm: web's 5 pods crash within 2 s. Expect one FIRING at once (with the crashed container's last log lines and a hint), and one UPDATED when the 10s update interval ends (without pacing: 1 firing + 4 updates)")
+	say("a storm: the Deployment web's 3 containers log their start and exit 1, all at once; the kubelet restarts them into CrashLoopBackOff. Expect one FIRING with the crashed container's real log lines (its password redacted) and a hint, then at most one UPDATED per 10s update interval (without pacing: one message per pod and restart)")
 	start := time.Now()
-	for i, name := range web {
-		if err := setStatus(ctx, client, name, "crashloop", 1); err != nil {
-			return err
-		}
-		if i == 0 {
-			if err := expect(lines, seen, "FIRING", "demo/web"); err != nil {
-				return err
-			}
-			say("first alert %s after the first crash", time.Since(start).Round(time.Millisecond))
-		}
-		time.Sleep(400 * time.Millisecond) // the storm's pace
-	}
-	if err := expect(lines, seen, "UPDATED", "1 → 5 of 5 pods"); err != nil {
+	if err := createDeployment(ctx, client, "web", 3, workload("-log", "INFO starting web v2,INFO config: db_password=hunter2 pool=10,ERROR dial tcp db:5432: connect: connection refused,FATAL cannot reach the database", "-exit", "1"), nil); err != nil {
 		return err
 	}
-	say("one update, %s after the first crash, saying what changed", time.Since(start).Round(time.Second))
-
-	say("a flapping crash loop: api crashes 4 times and is running and ready for 2 s between crashes. Expect one FIRING and nothing more while it cycles (without the settle time: a firing and a resolved per cycle)")
-	var recovered time.Time
-	for i := range int32(4) {
-		if err := setStatus(ctx, client, "api", "crashloop", 1+i); err != nil {
-			return err
-		}
-		if i == 0 {
-			if err := expect(lines, seen, "FIRING", "demo/api"); err != nil {
-				return err
-			}
-		}
-		time.Sleep(time.Second) // the crash loop's pace: 1 s in back-off
-		recovered = time.Now()
-		if err := setStatus(ctx, client, "api", "ready", 1+i); err != nil {
-			return err
-		}
-		time.Sleep(2 * time.Second) // 2 s ready before the next crash
-	}
-	say("api stays ready: expect one RESOLVED once it has been up for the 10s settle time")
-	if err := expectOnly(lines, seen, "demo/api", "RESOLVED"); err != nil {
+	if err := expect(lines, seen, 90*time.Second, "FIRING", "demo/web"); err != nil {
 		return err
 	}
-	say("api resolved %s after it recovered", time.Since(recovered).Round(time.Second))
+	say("first alert %s after the Deployment was created (the kubelet's first restart and back-off)", time.Since(start).Round(time.Second))
 
-	say("web's pods recover together: expect one RESOLVED after the settle time (no update per pod)")
-	for _, name := range web {
-		if err := setStatus(ctx, client, name, "ready", 1); err != nil {
-			return err
-		}
+	say("a memory hog: cache's container allocates 256 MiB under a 48Mi limit and the kernel kills it, again and again. Expect one FIRING for OOMKilled with the limit, and no crash-loop alert beside it")
+	hog := workload("-alloc-mb", "256")
+	hog.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("48Mi")}
+	if err := createDeployment(ctx, client, "cache", 1, hog, nil); err != nil {
+		return err
 	}
-	if err := expectOnly(lines, seen, "demo/web", "RESOLVED"); err != nil {
+	if err := expect(lines, seen, 90*time.Second, "FIRING", "OOMKilled", "demo/cache"); err != nil {
 		return err
 	}
 
-	say("worker crash-loops and is then deleted: expect FIRING, then RESOLVED at once (a deleted pod cannot come back)")
-	if err := setStatus(ctx, client, "worker", "crashloop", 4); err != nil {
+	say("a crash loop that recovers: api fails its first 3 starts, then runs and is ready. Expect one FIRING and, once it has been ready for the 10s settle time, one RESOLVED; nothing in between")
+	start = time.Now()
+	api := workload("-fail-first", "3", "-state", "/state/starts", "-exit", "1", "-ready-port", "8080", "-log", "INFO starting api,ERROR migration lock held by another instance")
+	api.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt(8080)}}, PeriodSeconds: 1}
+	api.VolumeMounts = []corev1.VolumeMount{{Name: "state", MountPath: "/state"}}
+	if err := createDeployment(ctx, client, "api", 1, api, []corev1.Volume{{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}); err != nil {
 		return err
 	}
-	if err := expect(lines, seen, "FIRING", "demo/worker"); err != nil {
+	if err := expect(lines, seen, 90*time.Second, "FIRING", "demo/api"); err != nil {
 		return err
 	}
-	zero := int64(0)
-	if err := client.CoreV1().Pods(ns).Delete(ctx, "worker", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := expectOnly(lines, seen, 150*time.Second, "demo/api", "RESOLVED"); err != nil {
 		return err
 	}
-	if err := expect(lines, seen, "RESOLVED", "demo/worker"); err != nil {
+	say("api resolved, %s after it was created", time.Since(start).Round(time.Second))
+
+	say("a bare pod, worker, crash-loops and is then deleted: expect FIRING, then RESOLVED at once (a deleted pod cannot come back)")
+	worker := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{workload("-log", "ERROR queue not found: jobs", "-exit", "2")}, TerminationGracePeriodSeconds: ptr.To[int64](1)},
+	}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, worker, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	say("demo complete: %d notifications for 3 incidents, 5 pods in a storm and 4 crash cycles", sent)
+	if err := expect(lines, seen, 90*time.Second, "FIRING", "demo/worker"); err != nil {
+		return err
+	}
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "worker", metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	if err := expect(lines, seen, 30*time.Second, "RESOLVED", "demo/worker"); err != nil {
+		return err
+	}
+	say("demo complete: %d notifications for 4 incidents on a real node: 3 pods in a storm, repeated OOM kills and crash cycles", sent)
 	return nil
 }
 
@@ -211,8 +187,8 @@ func waitForLog(path, text string, timeout time.Duration) error {
 
 // expect waits for herald to print a line containing every word; the
 // lines it read on the way (this one included) go to seen.
-func expect(lines <-chan string, seen func([]string), words ...string) error {
-	timeout := time.After(40 * time.Second)
+func expect(lines <-chan string, seen func([]string), within time.Duration, words ...string) error {
+	timeout := time.After(within)
 	var read []string
 	defer func() { seen(read) }()
 	for {
@@ -230,73 +206,27 @@ func expect(lines <-chan string, seen func([]string), words ...string) error {
 				return nil
 			}
 		case <-timeout:
-			return fmt.Errorf("no notification with %v within 40s", words)
+			return fmt.Errorf("no notification with %v within %s", words, within)
 		}
 	}
 }
 
 // expectOnly is expect for object's next line, which must say word:
 // anything else about object before it is an error.
-func expectOnly(lines <-chan string, seen func([]string), object, word string) error {
+func expectOnly(lines <-chan string, seen func([]string), within time.Duration, object, word string) error {
 	var read []string
-	err := expect(lines, func(l []string) { read = l; seen(l) }, object)
+	err := expect(lines, func(l []string) { read = l; seen(l) }, within, object)
 	if err == nil && !strings.Contains(read[len(read)-1], word) {
 		return fmt.Errorf("herald printed %q, want %s for %s", read[len(read)-1], word, object)
 	}
 	return err
 }
 
-// createPod makes a pod; web-5d8f-* belong to the ReplicaSet web-5d8f of
-// the Deployment web, as its controller would make them.
-func createPod(ctx context.Context, client kubernetes.Interface, name string) error {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
-		Spec:       corev1.PodSpec{NodeName: "demo-node", Containers: []corev1.Container{{Name: "app", Image: "example.com/" + name + ":1"}}},
-	}
-	if strings.HasPrefix(name, "web-5d8f-") {
-		pod.Labels = map[string]string{"app": "web", "pod-template-hash": "5d8f"}
-		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f", UID: "web-5d8f", Controller: ptr.To(true)}}
-	}
-	_, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	return err
-}
+var workload = testenv.WorkloadContainer
 
-// setStatus plays the kubelet: there is none in the demo's control plane.
-func setStatus(ctx context.Context, client kubernetes.Interface, name, state string, restarts int32) error {
-	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	now := metav1.Now()
-	cs := corev1.ContainerStatus{Name: "app", Image: pod.Spec.Containers[0].Image, RestartCount: restarts}
-	if restarts > 0 {
-		cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", FinishedAt: now}
-	}
-	switch state {
-	case "crashloop":
-		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}
-	case "starting":
-		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
-	case "ready":
-		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
-		cs.Ready = true
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{cs}}
-	_, err = client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+// createDeployment makes a Deployment of replicas pods of c; the real
+// controller-manager, scheduler and kubelet do the rest.
+func createDeployment(ctx context.Context, client kubernetes.Interface, name string, replicas int32, c corev1.Container, volumes []corev1.Volume) error {
+	_, err := client.AppsV1().Deployments(ns).Create(ctx, testenv.WorkloadDeployment(ns, name, replicas, c, volumes...), metav1.CreateOptions{})
 	return err
-}
-
-// demoLog is what the demo's containers wrote: the crashed instance ends
-// with why it died (and prints a password, which herald redacts).
-func demoLog(pod string, previous bool) []string {
-	if !previous {
-		return []string{"starting " + pod}
-	}
-	return []string{
-		"2026-11-23T10:00:00Z INFO starting " + pod,
-		"2026-11-23T10:00:00Z INFO config: db_password=hunter2 pool=10",
-		"2026-11-23T10:00:01Z INFO connecting to postgres://db:5432/shop",
-		"2026-11-23T10:00:31Z ERROR dial tcp db:5432: i/o timeout",
-		"panic: cannot reach the database after 30s",
-	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package realnode
+
+const raceEnabled = false
