@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,7 +74,9 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	defer stopElection()
 	leading := make(chan struct{})  // closed when lead starts
 	leadDone := make(chan struct{}) // closed when lead returns
-	lost := make(chan struct{})
+	lost := make(chan struct{})     // closed once the lease is lost while leading
+	var loseOnce sync.Once
+	markLost := func() { loseOnce.Do(func() { close(lost) }) }
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   o.LeaseDuration,
@@ -99,6 +102,12 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 				}()
 				lead(workCtx)
 				cancel()
+				// client-go cancels leadCtx before it calls
+				// OnStoppedLeading: work that stops promptly returns
+				// first, so the loss is marked here too, before leadDone.
+				if leadCtx.Err() != nil && electCtx.Err() == nil {
+					markLost()
+				}
 				close(leadDone)
 			},
 			OnStoppedLeading: func() {
@@ -106,7 +115,7 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 					o.OnLeading(false)
 				}
 				if electCtx.Err() == nil {
-					close(lost)
+					markLost()
 				}
 			},
 			OnNewLeader: func(identity string) {
@@ -128,6 +137,11 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	case <-lost:
 		return ErrLost
 	case <-leadDone:
+		select {
+		case <-lost: // it ended because the lease was lost
+			return ErrLost
+		default:
+		}
 		// The work ended by itself (a fatal error it reports to the
 		// caller): step down rather than hold the lease idle.
 		stopElection()
@@ -141,7 +155,11 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 		select {
 		case <-leadDone:
 		case <-lost:
+		}
+		select {
+		case <-lost:
 			return ErrLost
+		default:
 		}
 	default: // never led: nothing to wait for
 	}
