@@ -46,11 +46,11 @@ func (t *Tracker) recentStarts(fp string, now time.Time) []time.Time {
 }
 
 // markFlapping marks inc flapping if its problem started often enough
-// within the window, and returns the update that says so.
-func (t *Tracker) markFlapping(inc *Incident, now time.Time) (Notification, bool) {
+// within the window, and returns what the update that says so says.
+func (t *Tracker) markFlapping(inc *Incident, now time.Time) (string, bool) {
 	f := t.opts.Flapping
 	if f.Starts <= 0 || inc.Flapping {
-		return Notification{}, false
+		return "", false
 	}
 	n := 0
 	for _, s := range inc.Starts {
@@ -59,11 +59,11 @@ func (t *Tracker) markFlapping(inc *Incident, now time.Time) (Notification, bool
 		}
 	}
 	if n < f.Starts {
-		return Notification{}, false
+		return "", false
 	}
 	inc.Flapping = true
-	return t.notify(inc, Updated, now, fmt.Sprintf("flapping: started %d times in %s; resolves after %s without the problem",
-		n, f.Window, f.Quiet)), true
+	t.touch(inc)
+	return fmt.Sprintf("flapping: started %d times in %s; resolves after %s without the problem", n, f.Window, f.Quiet), true
 }
 
 // FlappingByRule counts the open incidents marked flapping, by rule.

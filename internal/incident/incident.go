@@ -76,6 +76,13 @@ type Incident struct {
 	// notification (pacing.go). Kept in the ledger, so a restart neither
 	// loses the update nor sends it twice.
 	HeldUntil time.Time `json:"held,omitzero"`
+	// MutedBy says what holds the incident's notifications back (a
+	// silence, a maintenance window, an inhibiting incident) and
+	// MutedUntil until when (zero: while that lasts); empty when nothing
+	// does. Kept in the ledger: a restart re-sends nothing and still
+	// sends what is owed when the mute ends (mute.go).
+	MutedBy    string    `json:"mutedBy,omitempty"`
+	MutedUntil time.Time `json:"mutedUntil,omitzero"`
 	// Starts are when this problem's recent occurrences began, this one
 	// included, within the flapping window (flapping.go).
 	Starts []time.Time `json:"starts,omitempty"`

@@ -34,7 +34,7 @@ func (t *Tracker) update(inc *Incident, now time.Time, changed bool) (Notificati
 		due = later(inc.LastNotified.Add(every), now.Add(min(every, gather)))
 	}
 	if every <= 0 || !due.After(now) {
-		return t.notify(inc, Updated, now, change(inc)), true
+		return t.notify(inc, Updated, now, change(inc))
 	}
 	if inc.HeldUntil.IsZero() {
 		inc.HeldUntil = due
@@ -60,7 +60,9 @@ func (t *Tracker) ReleaseHeld(now time.Time) []Notification {
 			delete(t.held, fp)
 		case inc.HeldUntil.After(now):
 		case material(inc):
-			notes = append(notes, t.notify(inc, Updated, now, change(inc)))
+			if n, ok := t.notify(inc, Updated, now, change(inc)); ok {
+				notes = append(notes, n)
+			}
 		default: // changed back to what was last said: nothing to say
 			inc.HeldUntil = time.Time{}
 			delete(t.held, fp)

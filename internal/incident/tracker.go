@@ -26,6 +26,10 @@ type Options struct {
 	// Coalesced is called for every change merged into a held update
 	// (nil: not counted).
 	Coalesced func(rule string)
+	// Muter says whether an incident's notifications are muted now (nil:
+	// never); Muted is told of each notification it held back.
+	Muter Muter
+	Muted func(inc *Incident, tr Transition, m Mute)
 }
 
 // Tracker holds every incident: open ones, and resolved ones for the
@@ -50,6 +54,9 @@ type Tracker struct {
 	occurrences map[string]int
 	// held lists the open incidents with an update waiting (HeldUntil).
 	held map[string]bool
+	// muted lists the open incidents whose notifications a silence,
+	// window or inhibition holds back (MutedBy).
+	muted map[string]bool
 	// settling holds object+"\x00"+fingerprint while the object's last
 	// finding was Settling: when it goes, its settle time was the wait.
 	settling map[string]bool
@@ -65,7 +72,7 @@ func NewTracker(opts Options) *Tracker {
 	return &Tracker{
 		opts: opts, open: map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
 		byObject: map[string]map[string]bool{}, pending: map[string]map[string]time.Time{},
-		occurrences: map[string]int{}, held: map[string]bool{}, settling: map[string]bool{},
+		occurrences: map[string]int{}, held: map[string]bool{}, muted: map[string]bool{}, settling: map[string]bool{},
 	}
 }
 
@@ -116,7 +123,9 @@ func (t *Tracker) reconcile(object string, findings []rules.Finding, gone bool) 
 			soonest(wait)
 			continue
 		}
-		notes = append(notes, t.openIncident(object, fp, f, now))
+		if n, ok := t.openIncident(object, fp, f, now); ok {
+			notes = append(notes, n)
+		}
 	}
 	for fp := range t.pending[object] {
 		if !seen[fp] {
@@ -177,7 +186,7 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 			return Notification{}, false
 		}
 		inc.Facts, inc.Text = maps.Clone(f.Facts), f.Text
-		return t.notify(inc, Repeat, now, ""), true
+		return t.notify(inc, Repeat, now, "")
 	}
 	return Notification{}, false
 }
@@ -200,7 +209,7 @@ func (t *Tracker) waitFor(object, fp string, f rules.Finding, now time.Time) tim
 	return max(start.Add(f.For).Sub(now), 0)
 }
 
-func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time) Notification {
+func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time) (Notification, bool) {
 	if t.pending[object] != nil {
 		delete(t.pending[object], fp)
 	}
@@ -264,16 +273,16 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 		soonest(wait) // object stays indexed so the recheck finds it
 		return Notification{}, false
 	}
-	if n, ok := t.markFlapping(inc, now); ok {
+	if change, ok := t.markFlapping(inc, now); ok {
 		// Quiet counts from when the problem went, as a hold-down does.
 		soonest(max(inc.ResolvingSince.Add(t.opts.Flapping.Quiet).Sub(now), time.Second))
-		return n, true
+		return t.notify(inc, Updated, now, change)
 	}
 	t.unindex(object, fp)
 	delete(t.open, fp)
 	inc.ResolvedAt = now
 	t.retire(inc)
-	return t.notify(inc, Resolved, now, ""), true
+	return t.notify(inc, Resolved, now, "")
 }
 
 // retire keeps a resolved incident and drops the fingerprint's previous
@@ -325,10 +334,11 @@ func (t *Tracker) unindex(object, fp string) {
 	}
 }
 
-// notify makes the incident's next notification and records it as
+// record makes the incident's next notification and records it as
 // pending for every sink until they accept it. It says all there is to
-// say now, so an update held back is sent with it, or is moot.
-func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change string) Notification {
+// say now, so an update held back is sent with it, or is moot. Callers go
+// through notify (mute.go), which first asks whether it is muted.
+func (t *Tracker) record(inc *Incident, tr Transition, now time.Time, change string) Notification {
 	inc.HeldUntil = time.Time{}
 	delete(t.held, inc.Fingerprint)
 	inc.Seq++
@@ -393,6 +403,7 @@ func (t *Tracker) DropRules(removed map[string]bool) int {
 		}
 		delete(t.open, fp)
 		delete(t.held, fp)
+		delete(t.muted, fp)
 		n++
 	}
 	if n > 0 {
@@ -480,6 +491,9 @@ func (t *Tracker) Restore(incs []Incident) {
 		}
 		if !inc.HeldUntil.IsZero() {
 			t.held[inc.Fingerprint] = true
+		}
+		if inc.MutedBy != "" {
+			t.muted[inc.Fingerprint] = true
 		}
 	}
 }

@@ -1,0 +1,127 @@
+package incident
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Muting. A silence, a maintenance window or an inhibiting incident mutes
+// notifications, not evaluation (as in Alertmanager): a muted incident
+// opens, changes and resolves in the tracker and the ledger as usual, and
+// only what would be said is held back. When the mute ends, the incident
+// says what is owed then: its firing if it was never announced, one
+// update if it changed materially since its last notification, else
+// nothing. An incident that resolves while muted and was never announced
+// sends nothing at all; one that was announced before the mute sends its
+// resolved, so that no message is left saying "firing" about a problem
+// that is over.
+
+// Mute is why, and until when, an incident's notifications are held back.
+type Mute struct {
+	// By names what mutes it, for people: "silence shop/deploy-api",
+	// "annotation herald.io/silence-until on Deployment shop/api",
+	// "window nightly", "inhibited by node-notready Node/n1".
+	By string
+	// Until is when it ends (zero: not known in advance, as for an
+	// inhibition that lasts while its source incident is open).
+	Until time.Time
+}
+
+// Muter says whether an incident is muted now. The tracker asks it with
+// its lock held, before each notification and while an incident stays
+// muted: it must be quick, must not call back into the tracker, and must
+// not keep inc.
+type Muter interface {
+	Mute(inc *Incident, now time.Time) (Mute, bool)
+}
+
+// notify makes the incident's next notification unless it is muted, in
+// which case it records what holds it back and makes none.
+func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change string) (Notification, bool) {
+	if tr == Resolved {
+		t.unmute(inc)
+		if inc.Seq == 0 { // never announced: nothing to take back
+			return Notification{}, false
+		}
+		return t.record(inc, tr, now, change), true
+	}
+	if t.opts.Muter != nil {
+		if m, ok := t.opts.Muter.Mute(inc, now); ok {
+			again := t.muted[inc.Fingerprint] && inc.MutedBy == m.By
+			t.mute(inc, m)
+			// A repeat falls due at every reconcile while muted (it is
+			// never sent): count it once.
+			if t.opts.Muted != nil && !(again && tr == Repeat) {
+				t.opts.Muted(inc, tr, m)
+			}
+			return Notification{}, false
+		}
+	}
+	t.unmute(inc)
+	return t.record(inc, tr, now, change), true
+}
+
+// mute records m on inc. A held update is dropped: what changed is owed
+// when the mute ends, and said then in one update.
+func (t *Tracker) mute(inc *Incident, m Mute) {
+	if inc.MutedBy != m.By || !inc.MutedUntil.Equal(m.Until) || !inc.HeldUntil.IsZero() {
+		inc.MutedBy, inc.MutedUntil, inc.HeldUntil = m.By, m.Until, time.Time{}
+		t.touch(inc)
+	}
+	delete(t.held, inc.Fingerprint)
+	t.muted[inc.Fingerprint] = true
+}
+
+func (t *Tracker) unmute(inc *Incident) {
+	if inc.MutedBy != "" {
+		inc.MutedBy, inc.MutedUntil = "", time.Time{}
+		t.touch(inc)
+	}
+	delete(t.muted, inc.Fingerprint)
+}
+
+// ReleaseMuted asks again about every muted incident and, for those no
+// longer muted, makes what is owed: the firing of an incident never
+// announced, or one update saying what changed while it was muted. The
+// leader calls it periodically (handlers), so a silence's end is acted on
+// within that period even if no object changes.
+func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var notes []Notification
+	for _, fp := range slices.Sorted(maps.Keys(t.muted)) {
+		inc := t.open[fp]
+		if inc == nil {
+			delete(t.muted, fp)
+			continue
+		}
+		if t.opts.Muter != nil {
+			if m, ok := t.opts.Muter.Mute(inc, now); ok {
+				t.mute(inc, m) // it may now be another silence, or a later end
+				continue
+			}
+		}
+		t.unmute(inc)
+		switch {
+		case inc.Seq == 0:
+			notes = append(notes, t.record(inc, Firing, now, ""))
+		case material(inc):
+			notes = append(notes, t.record(inc, Updated, now, change(inc)))
+		}
+	}
+	return notes
+}
+
+// MutedByRule counts the open incidents held back now, by rule.
+func (t *Tracker) MutedByRule() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int{}
+	for fp := range t.muted {
+		if inc := t.open[fp]; inc != nil {
+			out[inc.Rule]++
+		}
+	}
+	return out
+}

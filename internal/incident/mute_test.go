@@ -1,0 +1,114 @@
+package incident
+
+import (
+	"testing"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+// untilMuter mutes every incident until a fixed time (zero: never).
+type untilMuter struct{ until time.Time }
+
+func (m *untilMuter) Mute(_ *Incident, now time.Time) (Mute, bool) {
+	if now.Before(m.until) {
+		return Mute{By: "silence shop/test", Until: m.until}, true
+	}
+	return Mute{}, false
+}
+
+// TestMutedIncidentFiresWhenTheSilenceEnds: a crash loop opened under a
+// silence sends nothing while it lasts, then its firing once, with what
+// it is at the end (not what it was when it opened).
+func TestMutedIncidentFiresWhenTheSilenceEnds(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	muter := &untilMuter{until: clock.t.Add(time.Hour)}
+	var mutedCount int
+	tr := NewTracker(Options{Now: clock.now, HoldDown: time.Minute, Muter: muter,
+		Muted: func(*Incident, Transition, Mute) { mutedCount++ }})
+	var sent []Notification
+	for restarts := 1; restarts <= 20; restarts++ {
+		notes, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", restarts)})
+		sent = append(sent, notes...)
+		sent = append(sent, tr.ReleaseMuted(clock.t)...)
+		clock.t = clock.t.Add(time.Minute)
+	}
+	if len(sent) != 0 {
+		t.Fatalf("under the silence: %q, want nothing", transitions(sent))
+	}
+	if mutedCount == 0 || tr.MutedByRule()[podFinding("api-0", 1).Rule] != 1 {
+		t.Errorf("muted notifications counted %d, muted incidents %v", mutedCount, tr.MutedByRule())
+	}
+	clock.t = muter.until
+	notes := tr.ReleaseMuted(clock.t)
+	if len(notes) != 1 || notes[0].Transition != Firing || notes[0].Seq != 1 || notes[0].Incident.Facts["restartCount"] != "20" {
+		t.Fatalf("when the silence ended: %q (%v), want one firing with restarts 20", transitions(notes), notes)
+	}
+	if notes[0].Incident.MutedBy != "" || len(tr.MutedByRule()) != 0 {
+		t.Errorf("still muted after the end: %q", notes[0].Incident.MutedBy)
+	}
+	if notes := tr.ReleaseMuted(clock.t.Add(time.Hour)); len(notes) != 0 {
+		t.Errorf("released twice: %q", transitions(notes))
+	}
+}
+
+// TestMutedIncidentThatRecoversSendsNothing: never announced, so its
+// resolution has nothing to take back; and nothing is owed afterwards.
+func TestMutedIncidentThatRecoversSendsNothing(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	muter := &untilMuter{until: clock.t.Add(time.Hour)}
+	tr := NewTracker(Options{Now: clock.now, Muter: muter})
+	var sent []Notification
+	notes, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 3)})
+	sent = append(sent, notes...)
+	clock.t = clock.t.Add(time.Minute)
+	notes, _ = tr.Reconcile("Pod/shop/api-0", nil)
+	sent = append(sent, notes...)
+	clock.t = muter.until.Add(time.Second)
+	sent = append(sent, tr.ReleaseMuted(clock.t)...)
+	if len(sent) != 0 || tr.Open() != 0 {
+		t.Fatalf("sent %q, %d open, want nothing sent and the incident closed", transitions(sent), tr.Open())
+	}
+}
+
+// TestAnnouncedIncidentResolvesUnderSilence: a silence put on a problem
+// already announced mutes its updates, but its resolved still goes out,
+// so no message is left saying it is firing.
+func TestAnnouncedIncidentResolvesUnderSilence(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	muter := &untilMuter{}
+	tr := NewTracker(Options{Now: clock.now, Muter: muter})
+	first, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 1)})
+	muter.until = clock.t.Add(time.Hour)
+	more, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 11)})
+	gone, _ := tr.Reconcile("Pod/shop/api-0", nil)
+	if got := transitions(first) + "|" + transitions(more) + "|" + transitions(gone); got != "firing ||resolved " {
+		t.Fatalf("got %q, want the firing, no update under the silence, then the resolved", got)
+	}
+}
+
+// TestMuteSurvivesARestart: the ledger's copy keeps the mute, so a new
+// tracker neither sends the firing early nor forgets it at the end.
+func TestMuteSurvivesARestart(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	muter := &untilMuter{until: clock.t.Add(time.Hour)}
+	tr := NewTracker(Options{Now: clock.now, Muter: muter})
+	if notes, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 1)}); len(notes) != 0 {
+		t.Fatalf("under the silence: %q", transitions(notes))
+	}
+	saved, _ := tr.Snapshot()
+	if len(saved) != 1 || saved[0].MutedBy != "silence shop/test" || !saved[0].MutedUntil.Equal(muter.until) {
+		t.Fatalf("ledger copy: %+v, want the mute recorded", saved)
+	}
+	next := NewTracker(Options{Now: clock.now, Muter: muter})
+	next.Restore(saved)
+	if notes, _ := next.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 2)}); len(notes) != 0 {
+		t.Fatalf("after the restart, under the silence: %q", transitions(notes))
+	}
+	if notes := next.ReleaseMuted(clock.t.Add(time.Minute)); len(notes) != 0 {
+		t.Fatalf("released before the end: %q", transitions(notes))
+	}
+	if notes := next.ReleaseMuted(muter.until); transitions(notes) != "firing " {
+		t.Fatalf("at the end after a restart: %q, want the firing", transitions(notes))
+	}
+}
