@@ -74,6 +74,9 @@ func compactPod(pod *corev1.Pod, in *interner) (*CompactPod, error) {
 			c.Labels[in.get(k)] = in.get(v)
 		}
 	}
+	if v := pod.Annotations[SilenceUntilAnnotation]; v != "" {
+		c.Annotations = map[string]string{SilenceUntilAnnotation: v}
+	}
 	for _, o := range pod.OwnerReferences {
 		o.APIVersion, o.Kind, o.Name, o.UID = in.get(o.APIVersion), in.get(o.Kind), in.get(o.Name), in.uid(o.UID)
 		c.OwnerReferences = append(c.OwnerReferences, o)

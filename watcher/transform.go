@@ -10,6 +10,10 @@ import (
 // rule reads it and it can double an object's size.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
+// SilenceUntilAnnotation mutes herald's notifications about an object
+// until the time it holds (internal/silence); compact pods keep it.
+const SilenceUntilAnnotation = "herald.io/silence-until"
+
 // StripUnread is the informers' transform: it runs once per object before
 // the object enters the cache, and drops what no rule reads, so the cache
 // holds only what herald needs. It modifies the object in place, which the

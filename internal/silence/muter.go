@@ -1,0 +1,203 @@
+package silence
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/watcher"
+)
+
+// Annotation mutes an object, its workload or its namespace until the
+// RFC 3339 time it holds: `kubectl annotate deploy/api
+// herald.io/silence-until=2026-11-24T08:00:00Z`.
+const Annotation = watcher.SilenceUntilAnnotation
+
+// Objects are the cached objects a Muter reads (the watcher).
+type Objects interface {
+	Get(key watcher.Key) (runtime.Object, bool, error)
+	NamespaceAnnotation(name, key string) string
+}
+
+// Muter decides whether an incident is muted by a Silence resource or an
+// annotation. It implements incident.Muter.
+type Muter struct {
+	namespace string // herald's: silences there are cluster-wide
+	objects   Objects
+	logger    *slog.Logger
+
+	mu       sync.Mutex
+	silences map[string]Silence // namespace/name → silence
+	// badAnnotations remembers annotation values already reported as
+	// unreadable, so each is logged once.
+	badAnnotations map[string]bool
+}
+
+// NewMuter makes a Muter; namespace is herald's own.
+func NewMuter(namespace string, objects Objects, logger *slog.Logger) *Muter {
+	return &Muter{namespace: namespace, objects: objects, logger: logger,
+		silences: map[string]Silence{}, badAnnotations: map[string]bool{}}
+}
+
+// Watch keeps the Muter's silences in step with an informer on Silence
+// resources.
+func (m *Muter) Watch(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.put,
+		UpdateFunc: func(_, obj any) { m.put(obj) },
+		DeleteFunc: m.remove,
+	})
+	return err
+}
+
+func (m *Muter) put(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	s, err := Parse(u)
+	if err != nil {
+		m.logger.Error("ignoring a silence herald cannot use", "error", err)
+		m.remove(obj)
+		return
+	}
+	m.mu.Lock()
+	m.silences[s.Namespace+"/"+s.Name] = s
+	m.mu.Unlock()
+}
+
+func (m *Muter) remove(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if o, ok := obj.(metav1.Object); ok {
+		m.mu.Lock()
+		delete(m.silences, o.GetNamespace()+"/"+o.GetName())
+		m.mu.Unlock()
+	}
+}
+
+// Silences lists the silences known, by namespace and name.
+func (m *Muter) Silences() []Silence {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Silence, 0, len(m.silences))
+	for _, s := range m.silences {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Silence) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out
+}
+
+// Mute says whether inc is muted at now: by an active Silence that
+// matches it (the one that ends last), else by a silence-until annotation
+// on its objects, their workloads or its namespace.
+func (m *Muter) Mute(inc *incident.Incident, now time.Time) (incident.Mute, bool) {
+	subj, annotated := m.subject(inc)
+	var best incident.Mute
+	m.mu.Lock()
+	for _, s := range m.silences {
+		if s.State(now) != "active" || !s.Matches(subj, s.Namespace == m.namespace) {
+			continue
+		}
+		if s.EndsAt.After(best.Until) {
+			best = incident.Mute{By: s.Ref(), Until: s.EndsAt}
+		}
+	}
+	m.mu.Unlock()
+	for _, a := range annotated {
+		until, ok := m.until(a)
+		if ok && now.Before(until) && until.After(best.Until) {
+			best = incident.Mute{By: "annotation " + Annotation + " on " + a.on, Until: until}
+		}
+	}
+	return best, best.By != ""
+}
+
+// annotated is one silence-until annotation found on an object.
+type annotated struct{ on, value string }
+
+func (m *Muter) until(a annotated) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, a.value)
+	if err != nil {
+		m.mu.Lock()
+		first := !m.badAnnotations[a.on+"\x00"+a.value]
+		m.badAnnotations[a.on+"\x00"+a.value] = true
+		m.mu.Unlock()
+		if first {
+			m.logger.Warn("ignoring an annotation that is not an RFC 3339 time (e.g. 2026-11-24T08:00:00Z)",
+				"annotation", Annotation, "on", a.on, "value", a.value)
+		}
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// subject describes inc for matching, from the cache: its object, the
+// affected pods of a grouped incident, their workloads and labels, and
+// the silence-until annotations on any of them or their namespace.
+func (m *Muter) subject(inc *incident.Incident) (Subject, []annotated) {
+	subj := Subject{Rule: inc.Rule, Reason: inc.Reason, Severity: inc.Severity, Namespace: inc.Object.Namespace}
+	var found []annotated
+	seen := map[watcher.Key]bool{}
+	look := func(key watcher.Key) {
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		o := Object{Kind: key.Kind, Name: key.Name}
+		if key.Kind == "Deployment" || key.Kind == "StatefulSet" || key.Kind == "DaemonSet" || key.Kind == "Job" {
+			o.Workload = key.Kind + "/" + key.Name
+		}
+		if obj, ok, err := m.objects.Get(key); err == nil && ok {
+			if meta, ok := obj.(metav1.Object); ok {
+				o.Labels = meta.GetLabels()
+				if v := meta.GetAnnotations()[Annotation]; v != "" {
+					found = append(found, annotated{on: key.String(), value: v})
+				}
+				if key.Kind == "Pod" {
+					kind, name := watcher.Workload(meta)
+					o.Workload = kind + "/" + name
+				}
+			}
+		}
+		subj.Objects = append(subj.Objects, o)
+	}
+	look(watcher.Key{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name})
+	for _, member := range inc.Members {
+		if key, ok := watcher.ParseKey(member); ok {
+			look(key)
+		}
+	}
+	// The workloads' own annotations (when herald caches that kind).
+	for _, o := range slices.Clone(subj.Objects) {
+		if kind, name, ok := strings.Cut(o.Workload, "/"); ok {
+			key := watcher.Key{Kind: kind, Namespace: inc.Object.Namespace, Name: name}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if obj, ok, err := m.objects.Get(key); err == nil && ok {
+				if meta, ok := obj.(metav1.Object); ok && meta.GetAnnotations()[Annotation] != "" {
+					found = append(found, annotated{on: key.String(), value: meta.GetAnnotations()[Annotation]})
+				}
+			}
+		}
+	}
+	if ns := inc.Object.Namespace; ns != "" {
+		if v := m.objects.NamespaceAnnotation(ns, Annotation); v != "" {
+			found = append(found, annotated{on: "Namespace/" + ns, value: v})
+		}
+	}
+	return subj, found
+}

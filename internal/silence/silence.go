@@ -1,0 +1,177 @@
+// Package silence answers "is this incident muted now, and until when?"
+// for the incident tracker: Silence resources (silences.herald.io), the
+// herald.io/silence-until annotation on an object, its workload or its
+// namespace, and later maintenance windows and inhibition. It mutes
+// notifications only; incidents live on (internal/incident/mute.go).
+package silence
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The Silence resource: its kind as herald's watcher spells a custom
+// resource (Kind.version.group), and its API resource.
+const Kind = "Silence.v1alpha1.herald.io"
+
+var Resource = schema.GroupVersionResource{Group: "herald.io", Version: "v1alpha1", Resource: "silences"}
+
+// MaxDuration is the longest a Silence may last; the CRD rejects longer
+// ones that give startsAt, and herald ends the others at creation plus
+// this (a forgotten silence must not mute a namespace for ever).
+const MaxDuration = 30 * 24 * time.Hour
+
+// Silence is one parsed Silence resource.
+type Silence struct {
+	Namespace, Name    string
+	StartsAt, EndsAt   time.Time
+	Comment, CreatedBy string
+	Matchers           Matchers
+
+	selector labels.Selector // Matchers.LabelSelector compiled
+}
+
+// Matchers select the incidents a Silence mutes: every one given must
+// match (the CRD requires at least one).
+type Matchers struct {
+	// Namespace is a glob on the incident's namespace. It can widen only
+	// a cluster-wide silence: one outside herald's namespace mutes its own
+	// namespace and nothing else, whatever this says.
+	Namespace string `json:"namespace,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	// Name is a glob (path.Match) on the object's name, or on any
+	// affected pod's name for an incident grouped by workload.
+	Name string `json:"name,omitempty"`
+	// Workload is "api" or "Deployment/api".
+	Workload string `json:"workload,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Severity string `json:"severity,omitempty"`
+	// LabelSelector matches the object's labels (any affected pod's, for
+	// an incident grouped by workload).
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// spec is the resource's spec as stored.
+type spec struct {
+	Matchers  Matchers     `json:"matchers"`
+	StartsAt  *metav1.Time `json:"startsAt,omitempty"`
+	EndsAt    *metav1.Time `json:"endsAt,omitempty"`
+	Comment   string       `json:"comment,omitempty"`
+	CreatedBy string       `json:"createdBy,omitempty"`
+}
+
+// Parse reads a Silence resource. The API server has validated it
+// against the CRD; Parse still refuses what it cannot use, saying what.
+func Parse(u *unstructured.Unstructured) (Silence, error) {
+	s := Silence{Namespace: u.GetNamespace(), Name: u.GetName()}
+	raw, _, _ := unstructured.NestedMap(u.Object, "spec")
+	var sp spec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &sp); err != nil {
+		return s, fmt.Errorf("silence %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	if sp.EndsAt == nil {
+		return s, fmt.Errorf("silence %s/%s: spec.endsAt is required", s.Namespace, s.Name)
+	}
+	s.StartsAt = u.GetCreationTimestamp().Time
+	if sp.StartsAt != nil {
+		s.StartsAt = sp.StartsAt.Time
+	}
+	s.EndsAt = sp.EndsAt.Time
+	if limit := s.StartsAt.Add(MaxDuration); s.EndsAt.After(limit) {
+		s.EndsAt = limit
+	}
+	s.Comment, s.CreatedBy, s.Matchers = sp.Comment, sp.CreatedBy, sp.Matchers
+	if sel := sp.Matchers.LabelSelector; sel != nil {
+		compiled, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return s, fmt.Errorf("silence %s/%s: spec.matchers.labelSelector: %w", s.Namespace, s.Name, err)
+		}
+		s.selector = compiled
+	}
+	for field, glob := range map[string]string{"namespace": s.Matchers.Namespace, "name": s.Matchers.Name} {
+		if _, err := path.Match(glob, ""); err != nil {
+			return s, fmt.Errorf("silence %s/%s: spec.matchers.%s %q is not a valid glob: %w", s.Namespace, s.Name, field, glob, err)
+		}
+	}
+	return s, nil
+}
+
+// State is where a silence is in its life at now.
+func (s Silence) State(now time.Time) string {
+	switch {
+	case now.Before(s.StartsAt):
+		return "pending"
+	case now.Before(s.EndsAt):
+		return "active"
+	}
+	return "expired"
+}
+
+// Ref names the silence for people: "silence shop/deploy-api".
+func (s Silence) Ref() string { return "silence " + s.Namespace + "/" + s.Name }
+
+// Subject is what a silence is matched against: the incident's object
+// and, for an incident grouped by workload, its affected pods.
+type Subject struct {
+	Rule, Reason, Severity string
+	Namespace              string
+	Objects                []Object
+}
+
+// Object is one object an incident is about.
+type Object struct {
+	Kind, Name string
+	Workload   string // "Deployment/api" ("" unknown)
+	Labels     map[string]string
+}
+
+// Matches reports whether s mutes an incident about subj. clusterWide
+// says s lives in herald's namespace.
+func (s Silence) Matches(subj Subject, clusterWide bool) bool {
+	m := s.Matchers
+	if (!clusterWide && subj.Namespace != s.Namespace) || (m.Namespace != "" && !glob(m.Namespace, subj.Namespace)) {
+		return false
+	}
+	if (m.Rule != "" && m.Rule != subj.Rule) || (m.Reason != "" && m.Reason != subj.Reason) || (m.Severity != "" && m.Severity != subj.Severity) {
+		return false
+	}
+	return s.anyObject(subj.Objects, func(o Object) bool { return m.Kind == "" || m.Kind == o.Kind }) &&
+		s.anyObject(subj.Objects, func(o Object) bool { return m.Name == "" || glob(m.Name, o.Name) }) &&
+		s.anyObject(subj.Objects, func(o Object) bool { return m.Workload == "" || workloadIs(o.Workload, m.Workload) }) &&
+		s.anyObject(subj.Objects, func(o Object) bool { return s.selector == nil || s.selector.Matches(labels.Set(o.Labels)) })
+}
+
+func (s Silence) anyObject(objs []Object, match func(Object) bool) bool {
+	for _, o := range objs {
+		if match(o) {
+			return true
+		}
+	}
+	return false
+}
+
+func glob(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
+// workloadIs matches "Kind/name" against "name" or "Kind/name".
+func workloadIs(workload, want string) bool {
+	if workload == "" {
+		return false
+	}
+	if strings.Contains(want, "/") {
+		return workload == want
+	}
+	_, name, _ := strings.Cut(workload, "/")
+	return name == want
+}
