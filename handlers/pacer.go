@@ -10,8 +10,10 @@ import (
 const heldTick = 500 * time.Millisecond
 
 // releaseHeld sends the updates the incident tracker held back for pacing
-// once they are due (internal/incident/pacing.go), until ctx ends. They
-// are not tied to any object's change, so no reconcile would send them.
+// once they are due (internal/incident/pacing.go), and what muted
+// incidents owe once their silence, window or inhibition ends
+// (internal/incident/mute.go), until ctx ends. They are not tied to any
+// object's change, so no reconcile would send them.
 func (c *Controller) releaseHeld(ctx context.Context) {
 	tick := time.NewTicker(heldTick)
 	defer tick.Stop()
@@ -21,13 +23,14 @@ func (c *Controller) releaseHeld(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		for _, n := range c.Incidents.ReleaseHeld(c.Now()) {
+		now := c.Now()
+		for _, n := range append(c.Incidents.ReleaseHeld(now), c.Incidents.ReleaseMuted(now)...) {
 			c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
 			c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "change", n.Change, "id", n.ID())
 			if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
 				// The ledger still lists it as pending: the next leader
 				// or restart sends it.
-				c.Logger.Error("dispatching a paced update failed", "id", n.ID(), "error", err)
+				c.Logger.Error("dispatching a held notification failed", "id", n.ID(), "error", err)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,11 +11,16 @@ import (
 )
 
 // newTracker makes the incident tracker the configuration asks for, with
-// its metrics registered with reg.
-func newTracker(cfg config.Incidents, reg prometheus.Registerer) *incident.Tracker {
+// its metrics registered with reg; muter holds notifications back
+// (silences, annotations).
+func newTracker(cfg config.Incidents, reg prometheus.Registerer, muter incident.Muter, logger *slog.Logger) *incident.Tracker {
 	coalesced := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_notifications_coalesced_total",
 		Help: "Incident changes merged into a held update instead of sent on their own (update pacing), by rule.",
+	}, []string{"rule"})
+	silenced := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_notifications_silenced_total",
+		Help: "Notifications held back by a silence, an annotation, a maintenance window or an inhibition, by rule.",
 	}, []string{"rule"})
 	tracker := incident.NewTracker(incident.Options{
 		Now:       time.Now,
@@ -22,8 +28,14 @@ func newTracker(cfg config.Incidents, reg prometheus.Registerer) *incident.Track
 		Retention: cfg.Retention,
 		Flapping:  incident.FlapOptions{Starts: *cfg.Flapping.Starts, Window: cfg.Flapping.Window, Quiet: cfg.Flapping.Quiet},
 		Coalesced: func(rule string) { coalesced.WithLabelValues(rule).Inc() },
+		Muter:     muter,
+		Muted: func(inc *incident.Incident, tr incident.Transition, m incident.Mute) {
+			silenced.WithLabelValues(inc.Rule).Inc()
+			logger.Debug("notification muted", "rule", inc.Rule, "incident", inc.ID, "transition", tr, "by", m.By, "until", m.Until)
+		},
 	})
-	reg.MustRegister(coalesced,
+	reg.MustRegister(coalesced, silenced,
+		newByRuleGauge("herald_incidents_muted", "Open incidents whose notifications are held back now (silence, annotation, window, inhibition), by rule.", tracker.MutedByRule),
 		newByRuleGauge("herald_open_incidents", "Open incidents, by rule.", tracker.OpenByRule),
 		newByRuleGauge("herald_incidents_flapping", "Open incidents marked flapping (their problem keeps coming back), by rule.", tracker.FlappingByRule),
 	)

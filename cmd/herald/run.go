@@ -27,6 +27,7 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 	natssink "github.com/herald-k8s/herald/sinks/nats"
 	"github.com/herald-k8s/herald/sinks/slack"
+	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/sinks/stdout"
 	"github.com/herald-k8s/herald/sinks/webhook"
 	"github.com/herald-k8s/herald/watcher"
@@ -72,7 +73,8 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	reg := prometheus.NewRegistry()
-	tracker := newTracker(cfg.Incidents, reg)
+	muter := silence.NewMuter(*namespace, logger)
+	tracker := newTracker(cfg.Incidents, reg, muter, logger)
 	sinkList, closeSinks, err := buildSinks(cfg, out, tracker, logger)
 	if err != nil {
 		fmt.Fprintln(errOut, err)
@@ -113,6 +115,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		store = incident.NewConfigMapStore(clients.Typed, *namespace, cfg.Incidents.LedgerName)
 	}
 	w := watcher.New(clients, 0, logger)
+	if err := watchSilences(ctx, clients.Typed, w, muter, logger); err != nil {
+		logger.Error("setting up silences", "error", err)
+		return 1
+	}
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
 	dispatcher.OnDelivered(tracker.Delivered)
 	notify, gatherContext, err := withContext(ctx, cfg, restCfg, w, dispatcher, logger, reg)

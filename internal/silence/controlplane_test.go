@@ -113,8 +113,8 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMuter("herald", w, logger)
-	if err := m.Watch(inf); err != nil {
+	m := NewMuter("herald", logger)
+	if err := m.Watch(w, inf); err != nil {
 		t.Fatal(err)
 	}
 	w.Start(ctx)

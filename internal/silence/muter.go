@@ -31,25 +31,34 @@ type Objects interface {
 // annotation. It implements incident.Muter.
 type Muter struct {
 	namespace string // herald's: silences there are cluster-wide
-	objects   Objects
 	logger    *slog.Logger
 
 	mu       sync.Mutex
+	objects  Objects // nil until Watch
 	silences map[string]Silence // namespace/name → silence
 	// badAnnotations remembers annotation values already reported as
 	// unreadable, so each is logged once.
 	badAnnotations map[string]bool
 }
 
-// NewMuter makes a Muter; namespace is herald's own.
-func NewMuter(namespace string, objects Objects, logger *slog.Logger) *Muter {
-	return &Muter{namespace: namespace, objects: objects, logger: logger,
+// NewMuter makes a Muter; namespace is herald's own. Until Watch, it
+// mutes nothing.
+func NewMuter(namespace string, logger *slog.Logger) *Muter {
+	return &Muter{namespace: namespace, logger: logger,
 		silences: map[string]Silence{}, badAnnotations: map[string]bool{}}
 }
 
-// Watch keeps the Muter's silences in step with an informer on Silence
-// resources.
-func (m *Muter) Watch(inf cache.SharedIndexInformer) error {
+// Watch makes m read objects (their labels, workloads and annotations)
+// from objects, and keeps its silences in step with an informer on
+// Silence resources (nil: none are served; annotations still mute).
+// Call it before the informers start.
+func (m *Muter) Watch(objects Objects, inf cache.SharedIndexInformer) error {
+	m.mu.Lock()
+	m.objects = objects
+	m.mu.Unlock()
+	if inf == nil {
+		return nil
+	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.put,
 		UpdateFunc: func(_, obj any) { m.put(obj) },
@@ -103,7 +112,13 @@ func (m *Muter) Silences() []Silence {
 // matches it (the one that ends last), else by a silence-until annotation
 // on its objects, their workloads or its namespace.
 func (m *Muter) Mute(inc *incident.Incident, now time.Time) (incident.Mute, bool) {
-	subj, annotated := m.subject(inc)
+	m.mu.Lock()
+	objects := m.objects
+	m.mu.Unlock()
+	if objects == nil {
+		return incident.Mute{}, false
+	}
+	subj, annotated := subject(inc, objects)
 	var best incident.Mute
 	m.mu.Lock()
 	for _, s := range m.silences {
@@ -146,7 +161,7 @@ func (m *Muter) until(a annotated) (time.Time, bool) {
 // subject describes inc for matching, from the cache: its object, the
 // affected pods of a grouped incident, their workloads and labels, and
 // the silence-until annotations on any of them or their namespace.
-func (m *Muter) subject(inc *incident.Incident) (Subject, []annotated) {
+func subject(inc *incident.Incident, objects Objects) (Subject, []annotated) {
 	subj := Subject{Rule: inc.Rule, Reason: inc.Reason, Severity: inc.Severity, Namespace: inc.Object.Namespace}
 	var found []annotated
 	seen := map[watcher.Key]bool{}
@@ -159,7 +174,7 @@ func (m *Muter) subject(inc *incident.Incident) (Subject, []annotated) {
 		if key.Kind == "Deployment" || key.Kind == "StatefulSet" || key.Kind == "DaemonSet" || key.Kind == "Job" {
 			o.Workload = key.Kind + "/" + key.Name
 		}
-		if obj, ok, err := m.objects.Get(key); err == nil && ok {
+		if obj, ok, err := objects.Get(key); err == nil && ok {
 			if meta, ok := obj.(metav1.Object); ok {
 				o.Labels = meta.GetLabels()
 				if v := meta.GetAnnotations()[Annotation]; v != "" {
@@ -187,7 +202,7 @@ func (m *Muter) subject(inc *incident.Incident) (Subject, []annotated) {
 				continue
 			}
 			seen[key] = true
-			if obj, ok, err := m.objects.Get(key); err == nil && ok {
+			if obj, ok, err := objects.Get(key); err == nil && ok {
 				if meta, ok := obj.(metav1.Object); ok && meta.GetAnnotations()[Annotation] != "" {
 					found = append(found, annotated{on: key.String(), value: meta.GetAnnotations()[Annotation]})
 				}
@@ -195,7 +210,7 @@ func (m *Muter) subject(inc *incident.Incident) (Subject, []annotated) {
 		}
 	}
 	if ns := inc.Object.Namespace; ns != "" {
-		if v := m.objects.NamespaceAnnotation(ns, Annotation); v != "" {
+		if v := objects.NamespaceAnnotation(ns, Annotation); v != "" {
 			found = append(found, annotated{on: "Namespace/" + ns, value: v})
 		}
 	}
