@@ -85,6 +85,10 @@ func TestChartRBACIsEnough(t *testing.T) {
 			t.Errorf("running as the chart's ServiceAccount: no %s in\n%s", want, logs)
 		}
 	}
+	// helm installed crds/ and the ClusterRole lets herald read them.
+	if strings.Contains(logs, "Silence resources are off") {
+		t.Errorf("running as the chart's ServiceAccount, silences are off:\n%s", logs)
+	}
 	crashPods(t, admin, "rbac", 1)
 	if got := recv.next(t, 10*time.Second); got.Transition != "firing" || got.Object.Name != "rbac-0" {
 		t.Fatalf("got %s for %s", got.Transition, got.Object.Name)
