@@ -56,6 +56,9 @@ type Options struct {
 	// RouteByNamespace lets a namespace's herald.io/slack-channel
 	// annotation choose the channel of its notifications.
 	RouteByNamespace bool
+	// Namespaces keeps a Namespace cache whatever the rules say (a
+	// namespace's herald.io/silence-until annotation mutes it).
+	Namespaces bool
 }
 
 // AnnotationChannel on a namespace routes its notifications to a chat
@@ -103,7 +106,7 @@ func New(opts Options) (*Controller, error) {
 	// Namespace informer), so that a reload never changes what the event
 	// handlers read.
 	c.nsLabels = opts.Watcher.NamespaceLabels
-	if opts.Rules.NeedsNamespaces() || opts.RouteByNamespace {
+	if opts.Rules.NeedsNamespaces() || opts.RouteByNamespace || opts.Namespaces {
 		if _, err := opts.Watcher.Informer("Namespace"); err != nil {
 			return nil, err
 		}
@@ -176,7 +179,7 @@ func (c *Controller) Reload(set *rules.Set) error {
 	}
 	c.Watcher.StartAdded()
 	for _, kind := range old.Kinds() {
-		keepNamespaces := kind == "Namespace" && (set.NeedsNamespaces() || c.RouteByNamespace)
+		keepNamespaces := kind == "Namespace" && (set.NeedsNamespaces() || c.RouteByNamespace || c.Namespaces)
 		if !slices.Contains(set.Kinds(), kind) && !keepNamespaces {
 			c.Watcher.Remove(kind)
 		}

@@ -100,10 +100,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 
-	kinds := ruleSet.Kinds()
-	if ruleSet.NeedsNamespaces() || hasSlack(cfg) {
-		kinds = append(kinds, "Namespace")
-	}
+	// Namespaces always: a namespace's herald.io/silence-until annotation
+	// mutes it, besides rules that select namespaces and Slack routing.
+	kinds := append(ruleSet.Kinds(), "Namespace")
 	if err := preflight(ctx, clients.Typed, kinds, *namespace, *leaderElect, !*noPersist, logger); err != nil {
 		logger.Error("cannot start", "error", err)
 		return 1
@@ -136,6 +135,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		Logger:           logger,
 		Metrics:          handlers.NewMetrics(reg),
 		RouteByNamespace: hasSlack(cfg),
+		Namespaces:       true,
 		Startup:          cfg.Incidents.Startup,
 		Delivered:        tracker.Delivered,
 	})
