@@ -329,13 +329,13 @@ sinks:
 }
 
 // limitedKubeconfig is a ServiceAccount's client configuration with what
-// herald needs to run (pods, events, its lease and ledger in default) but
-// not pods/log.
+// herald needs to run (pods, namespaces, events, its lease and ledger in
+// default) but not pods/log.
 func limitedKubeconfig(t *testing.T, env *testenv.Env) *rest.Config {
 	t.Helper()
 	cfg, err := env.ServiceAccountConfig(context.Background(), "default", "no-logs", testenv.Permissions{
 		Cluster: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
 		},
 		Namespace: []rbacv1.PolicyRule{
