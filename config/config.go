@@ -22,6 +22,7 @@ type Config struct {
 	Context   Context   `yaml:"context"`
 	Rules     []Rule    `yaml:"rules"`
 	Sinks     []Sink    `yaml:"sinks"`
+	Inhibit   Inhibit   `yaml:"inhibit"`
 
 	file  string
 	pos   positions

@@ -36,6 +36,7 @@ func (c *Config) validate() Errors {
 		add("incidents.startup", "must be digest, notify or silent; got %q", c.Incidents.Startup)
 	}
 	c.Context.validate(add)
+	c.validateInhibit(add)
 	if s := *c.Incidents.Flapping.Starts; s < 0 || s == 1 {
 		add("incidents.flapping.starts", "must be 2 or more (or 0 to turn flap damping off), got %d", s)
 	}

@@ -74,7 +74,7 @@ func (a *arrivals) String() string {
 	defer a.mu.Unlock()
 	var parts []string
 	for _, x := range a.got {
-		parts = append(parts, fmt.Sprintf("%s %s/%s %q", x.p.Transition, x.p.Object.Namespace, x.p.Object.Name, x.p.Change))
+		parts = append(parts, fmt.Sprintf("%s %s %s/%s %q", x.p.Transition, x.p.Incident.Rule, x.p.Object.Namespace, x.p.Object.Name, x.p.Change))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -31,6 +31,9 @@ type reloader struct {
 	// replaceSinks builds a new configuration's sinks and puts them in
 	// force.
 	replaceSinks func(*config.Config) error
+	// applied is told of each configuration put in force (inhibitions
+	// and maintenance windows follow it); nil: nothing to tell.
+	applied func(*config.Config)
 }
 
 func newReloader(path string, interval time.Duration, cfg *config.Config, ctrl *handlers.Controller, logger *slog.Logger, reg prometheus.Registerer) *reloader {
@@ -97,6 +100,9 @@ func (r *reloader) apply() error {
 		return err
 	}
 	r.current = cfg
+	if r.applied != nil {
+		r.applied(cfg)
+	}
 	r.logger.Info("configuration reloaded", "config", r.path, "rules", len(cfg.Rules))
 	return nil
 }

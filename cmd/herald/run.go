@@ -24,10 +24,10 @@ import (
 	"github.com/herald-k8s/herald/handlers"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/leader"
+	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/sinks"
 	natssink "github.com/herald-k8s/herald/sinks/nats"
 	"github.com/herald-k8s/herald/sinks/slack"
-	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/sinks/stdout"
 	"github.com/herald-k8s/herald/sinks/webhook"
 	"github.com/herald-k8s/herald/watcher"
@@ -74,6 +74,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	}
 	reg := prometheus.NewRegistry()
 	muter := silence.NewMuter(*namespace, logger)
+	muter.SetInhibitions(silence.Inhibitions(cfg))
 	tracker := newTracker(cfg.Incidents, reg, muter, logger)
 	sinkList, closeSinks, err := buildSinks(cfg, out, tracker, logger)
 	if err != nil {
@@ -182,6 +183,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 			dispatcher.Replace(lanes)
 			return nil
 		}
+		r.applied = func(next *config.Config) { muter.SetInhibitions(silence.Inhibitions(next)) }
 		go r.run(ctx)
 	}
 

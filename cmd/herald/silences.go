@@ -21,7 +21,7 @@ func watchSilences(ctx context.Context, client kubernetes.Interface, w *watcher.
 			return err
 		}
 		if !ok {
-			logger.Warn("herald may not "+verb+" silences.herald.io in all namespaces: Silence resources are off (the chart's ClusterRole grants it); herald.io/silence-until annotations still mute")
+			logger.Warn("herald may not " + verb + " silences.herald.io in all namespaces: Silence resources are off (the chart's ClusterRole grants it); herald.io/silence-until annotations still mute")
 			return m.Watch(w, nil)
 		}
 	}

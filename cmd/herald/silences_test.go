@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -24,6 +27,8 @@ func silenceConfig(url string) string {
 incidents: {resolveHoldDown: 0s, updateInterval: 0s}
 rules:
   - {name: crash, kind: Pod, detector: crashloop, groupBy: workload, sinks: [hook]}
+  - {name: node-down, kind: Node, detector: node-not-ready, sinks: [hook]}
+  - {name: rollout, kind: Deployment, detector: rollout-stuck, sinks: [hook]}
 sinks:
   - {name: hook, webhook: {url: %s/herald}}
 `, url)
@@ -56,12 +61,28 @@ func ofWorkload(ns, name string) func(sinks.Payload) bool {
 	return func(p sinks.Payload) bool { return p.Object.Namespace == ns && p.Object.Name == name }
 }
 
-// TestSilences runs herald with the Silence CRD from the chart's crds/
-// on one control plane: a silenced crash loop says nothing while the
-// silence lasts and fires once when it ends (across a herald restart);
-// one that recovers under the silence says nothing at all; a silence
-// mutes only its own namespace unless it is in herald's.
-func TestSilences(t *testing.T) {
+// mutingHarness is one control plane with the Silence CRD from the
+// chart's crds/ and herald running on it, for the muting tests.
+type mutingHarness struct {
+	env       *testenv.Env
+	client    kubernetes.Interface
+	dyn       dynamic.Interface
+	recv      *receiver
+	got       *arrivals
+	metrics   string
+	args      []string
+	h         *heraldRun
+	sentinels int
+}
+
+// TestMuting runs the muting tests on one control plane and one herald.
+func TestMuting(t *testing.T) {
+	m := newMutingHarness(t)
+	t.Run("Silences", m.silences)
+	t.Run("Inhibition", m.inhibition)
+}
+
+func newMutingHarness(t *testing.T) *mutingHarness {
 	env := testenv.New(t)
 	ctx := context.Background()
 	if err := env.InstallCRDs(ctx, silenceCRDs); err != nil {
@@ -72,25 +93,37 @@ func TestSilences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	createNamespaces(t, client, "herald", "team-a", "team-b", "team-c", "team-d")
-	recv := newReceiver(t)
-	got := record(recv)
-	metrics := freeAddr(t)
-	args := []string{"--namespace", "herald", "--metrics-addr", metrics}
-	h := startedHerald(t, env, silenceConfig(recv.URL), args...)
-	if logs := h.logs.String(); strings.Contains(logs, "Silence resources are off") {
+	createNamespaces(t, client, "herald", "team-a", "team-b", "team-c", "team-d", "team-e")
+	m := &mutingHarness{env: env, client: client, dyn: dyn, recv: newReceiver(t), metrics: freeAddr(t)}
+	m.got = record(m.recv)
+	m.args = []string{"--namespace", "herald", "--metrics-addr", m.metrics}
+	m.h = startedHerald(t, env, silenceConfig(m.recv.URL), m.args...)
+	t.Cleanup(func() { m.h.stop() })
+	if logs := m.h.logs.String(); strings.Contains(logs, "Silence resources are off") {
 		t.Fatalf("silences off with the CRD installed:\n%s", logs)
 	}
-	// sentinel crash-loops a new unsilenced workload and waits for its
-	// firing: the reconciles of anything crashed before it have run.
-	sentinels := 0
-	sentinel := func() {
-		t.Helper()
-		sentinels++
-		name := fmt.Sprintf("sentinel-%d", sentinels)
-		crashDeployment(t, client, "team-c", name, 1)
-		got.await(t, 1, 15*time.Second, ofWorkload("team-c", name))
-	}
+	return m
+}
+
+// sentinel crash-loops a new unmuted workload and waits for its firing:
+// the reconciles of anything changed before it have run.
+func (m *mutingHarness) sentinel(t *testing.T) {
+	t.Helper()
+	m.sentinels++
+	name := fmt.Sprintf("sentinel-%d", m.sentinels)
+	crashDeployment(t, m.client, "team-c", name, 1)
+	m.got.await(t, 1, 15*time.Second, ofWorkload("team-c", name))
+}
+
+// silences: a silenced crash loop says nothing while the silence lasts
+// and fires once when it ends (across a herald restart); one that
+// recovers under the silence says nothing at all; a silence mutes only
+// its own namespace unless it is in herald's.
+func (m *mutingHarness) silences(t *testing.T) {
+	client, dyn, got, metrics := m.client, m.dyn, m.got, m.metrics
+	ctx := context.Background()
+	sentinel := func() { t.Helper(); m.sentinel(t) }
+	before := len(got.matching(inNamespace("team-c")))
 
 	// A Deployment silenced for 12 s, still failing when it ends.
 	ends := time.Now().Add(12 * time.Second).Truncate(time.Second)
@@ -117,11 +150,10 @@ func TestSilences(t *testing.T) {
 	}
 
 	// Restarted mid-silence: nothing re-sent, the silence still honoured.
-	h.stop()
-	h = startedHerald(t, env, silenceConfig(recv.URL), args...)
-	defer h.stop()
+	m.h.stop()
+	m.h = startedHerald(t, m.env, silenceConfig(m.recv.URL), m.args...)
 	sentinel()
-	if early := got.matching(func(p sinks.Payload) bool { return p.Object.Namespace != "team-c" }); len(early) != 0 || len(got.matching(inNamespace("team-c"))) != 2 {
+	if early := got.matching(func(p sinks.Payload) bool { return p.Object.Namespace != "team-c" }); len(early) != 0 || len(got.matching(inNamespace("team-c"))) != before+2 {
 		t.Fatalf("under the silences, across a restart: %s; want only the two sentinels' firings", got)
 	}
 
@@ -145,4 +177,102 @@ func TestSilences(t *testing.T) {
 		t.Errorf("herald_notifications_silenced_total is 0 after a restart with muted incidents open")
 	}
 	t.Logf("api's firing %s after its silence ended; all deliveries: %s", late.Round(10*time.Millisecond), got)
+}
+
+// setNodeReady creates node (first call) and writes its Ready condition.
+func setNodeReady(t *testing.T, client kubernetes.Interface, name string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		node, err = client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastTransitionTime: metav1.NewTime(time.Now().Add(-10 * time.Minute))}
+	if !ready {
+		cond.Status, cond.Reason, cond.Message = corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."
+	}
+	node.Status.Conditions = []corev1.NodeCondition{cond}
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setRolloutStuck creates Deployment name in ns whose rollout has passed
+// its progress deadline, as the deployment controller reports it.
+func setRolloutStuck(t *testing.T, client kubernetes.Interface, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:2"}}}},
+	}}
+	d, err := client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status = appsv1.DeploymentStatus{Replicas: 3, UnavailableReplicas: 3, Conditions: []appsv1.DeploymentCondition{{
+		Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
+		Message: `ReplicaSet "` + name + `-5d8f" has timed out progressing.`, LastTransitionTime: metav1.Now()}}}
+	if _, err := client.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inhibition: a NotReady node with 12 crash-looping pods on it is one
+// alert, the node's; when the node recovers while the pods still crash,
+// their incidents go out then. A stuck rollout and its pods' crash loop
+// are one alert, whichever comes first.
+func (m *mutingHarness) inhibition(t *testing.T) {
+	client, got := m.client, m.got
+	onNode := func(p sinks.Payload) bool { return p.Object.Kind == "Node" || p.Object.Namespace == "team-e" }
+
+	setNodeReady(t, client, "node-1", false)
+	got.await(t, 1, 15*time.Second, func(p sinks.Payload) bool { return p.Object.Kind == "Node" && p.Transition == "firing" })
+	for i := range 12 {
+		pods := deploymentPodsOn(t, client, "team-e", fmt.Sprintf("app-%d", i), 1, "node-1")
+		setStatusIn(t, client, "team-e", pods[0], crashLooping, 3)
+	}
+	m.sentinel(t)
+	if sent := got.matching(onNode); len(sent) != 1 {
+		t.Fatalf("node NotReady with 12 crash-looping pods: %d notifications, want the node's only: %s", len(sent), got)
+	}
+	if muted := metricValue(t, m.metrics, `herald_incidents_muted{rule="crash"}`); muted < 12 {
+		t.Errorf("herald_incidents_muted{rule=crash} = %v, want at least the 12 inhibited", muted)
+	}
+	setNodeReady(t, client, "node-1", true)
+	got.await(t, 1+1+12, 15*time.Second, onNode) // the node's resolved, then the pods' firings
+	for _, x := range got.matching(onNode)[1:] {
+		if x.p.Object.Kind == "Node" && x.p.Transition != "resolved" || x.p.Object.Kind != "Node" && x.p.Transition != "firing" {
+			t.Errorf("after the node recovered: %s %s/%s", x.p.Transition, x.p.Object.Namespace, x.p.Object.Name)
+		}
+	}
+
+	// The rollout is stuck first: its pods' crash loop adds nothing.
+	setRolloutStuck(t, client, "team-e", "api")
+	got.await(t, 1, 15*time.Second, func(p sinks.Payload) bool { return p.Incident.Rule == "rollout" && p.Object.Name == "api" })
+	crashDeployment(t, client, "team-e", "api", 3)
+	// The crash loop first: the stuck rollout later adds nothing.
+	crashDeployment(t, client, "team-e", "web", 3)
+	got.await(t, 1, 15*time.Second, ofWorkload("team-e", "web"))
+	setRolloutStuck(t, client, "team-e", "web")
+	m.sentinel(t)
+	// One alert: one incident, whose own updates may follow.
+	for _, name := range []string{"api", "web"} {
+		incidents, firings := map[string]bool{}, 0
+		for _, x := range got.matching(ofWorkload("team-e", name)) {
+			incidents[x.p.Incident.ID] = true
+			if x.p.Transition == "firing" {
+				firings++
+			}
+		}
+		if len(incidents) != 1 || firings != 1 {
+			t.Errorf("stuck rollout %s with crash-looping pods: %d incidents, %d firings, want 1: %s", name, len(incidents), firings, got)
+		}
+	}
 }

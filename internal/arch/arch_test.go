@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"internal/natstest": {},
 	"internal/enrich":   {"internal/incident", "internal/ratelog", "watcher"},
 	"internal/ratelog":  {},
-	"internal/silence":  {"internal/incident", "watcher"},
+	"internal/silence":  {"config", "internal/incident", "watcher"},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -1,6 +1,7 @@
 package incident
 
 import (
+	"iter"
 	"maps"
 	"slices"
 	"time"
@@ -28,12 +29,22 @@ type Mute struct {
 	Until time.Time
 }
 
-// Muter says whether an incident is muted now. The tracker asks it with
-// its lock held, before each notification and while an incident stays
-// muted: it must be quick, must not call back into the tracker, and must
-// not keep inc.
+// Muter says whether an incident is muted now. open lists the open
+// incidents (an inhibition's sources). The tracker asks it with its lock
+// held, before each notification and while an incident stays muted: it
+// must be quick, must not call back into the tracker, and must keep
+// neither inc nor what open yields beyond the call.
 type Muter interface {
-	Mute(inc *Incident, now time.Time) (Mute, bool)
+	Mute(inc *Incident, open iter.Seq[*Incident], now time.Time) (Mute, bool)
+}
+
+// openIncidents yields the open incidents; t.mu must be held.
+func (t *Tracker) openIncidents(yield func(*Incident) bool) {
+	for _, inc := range t.open {
+		if !yield(inc) {
+			return
+		}
+	}
 }
 
 // notify makes the incident's next notification unless it is muted, in
@@ -47,7 +58,7 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change str
 		return t.record(inc, tr, now, change), true
 	}
 	if t.opts.Muter != nil {
-		if m, ok := t.opts.Muter.Mute(inc, now); ok {
+		if m, ok := t.opts.Muter.Mute(inc, t.openIncidents, now); ok {
 			again := t.muted[inc.Fingerprint] && inc.MutedBy == m.By
 			t.mute(inc, m)
 			// A repeat falls due at every reconcile while muted (it is
@@ -97,7 +108,7 @@ func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 			continue
 		}
 		if t.opts.Muter != nil {
-			if m, ok := t.opts.Muter.Mute(inc, now); ok {
+			if m, ok := t.opts.Muter.Mute(inc, t.openIncidents, now); ok {
 				t.mute(inc, m) // it may now be another silence, or a later end
 				continue
 			}

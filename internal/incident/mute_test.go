@@ -1,6 +1,7 @@
 package incident
 
 import (
+	"iter"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 // untilMuter mutes every incident until a fixed time (zero: never).
 type untilMuter struct{ until time.Time }
 
-func (m *untilMuter) Mute(_ *Incident, now time.Time) (Mute, bool) {
+func (m *untilMuter) Mute(_ *Incident, _ iter.Seq[*Incident], now time.Time) (Mute, bool) {
 	if now.Before(m.until) {
 		return Mute{By: "silence shop/test", Until: m.until}, true
 	}

@@ -24,6 +24,9 @@ import (
 	"github.com/herald-k8s/herald/watcher"
 )
 
+// noIncidents is an empty set of open incidents.
+func noIncidents(func(*incident.Incident) bool) {}
+
 // chartCRDs is the file the chart installs.
 const chartCRDs = "../../charts/herald/crds/silences.herald.io.yaml"
 
@@ -148,7 +151,7 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 		t.Helper()
 		var got incident.Mute
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			got, _ = m.Mute(inc, time.Now())
+			got, _ = m.Mute(inc, noIncidents, time.Now())
 			return got.By == want, nil
 		})
 		if err != nil {
@@ -164,14 +167,14 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 
 	create("other", "not-yours", map[string]any{"name": "api-*"}, now.Add(time.Hour))
 	create("shop", "expired", map[string]any{"name": "api-*"}, now.Add(-time.Minute))
-	if got, ok := m.Mute(inShop("api-0"), time.Now()); ok {
+	if got, ok := m.Mute(inShop("api-0"), noIncidents, time.Now()); ok {
 		t.Fatalf("muted by %q: a silence in namespace other (or an expired one) must not mute shop", got.By)
 	}
 	create("herald", "cluster-wide", map[string]any{"namespace": "shop", "name": "api-0"}, now.Add(2*time.Hour))
 	muted(inShop("api-0"), "silence herald/cluster-wide")
 	create("shop", "longer", map[string]any{"labelSelector": map[string]any{"matchLabels": map[string]any{"app": "api"}}}, now.Add(3*time.Hour))
 	muted(inShop("api-0"), "silence shop/longer") // the one that ends last
-	got, _ := m.Mute(inShop("api-0"), time.Now())
+	got, _ := m.Mute(inShop("api-0"), noIncidents, time.Now())
 	if got.Until.Unix() != now.Add(3*time.Hour).Unix() {
 		t.Errorf("muted until %s, want the longer silence's end", got.Until)
 	}

@@ -1,6 +1,7 @@
 package silence
 
 import (
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -33,8 +34,9 @@ type Muter struct {
 	namespace string // herald's: silences there are cluster-wide
 	logger    *slog.Logger
 
-	mu       sync.Mutex
-	objects  Objects // nil until Watch
+	mu          sync.Mutex
+	objects     Objects // nil until Watch
+	inhibitions []Inhibition
 	silences map[string]Silence // namespace/name → silence
 	// badAnnotations remembers annotation values already reported as
 	// unreadable, so each is logged once.
@@ -94,6 +96,13 @@ func (m *Muter) remove(obj any) {
 	}
 }
 
+// SetInhibitions puts inhibitions in force (at start and on reload).
+func (m *Muter) SetInhibitions(in []Inhibition) {
+	m.mu.Lock()
+	m.inhibitions = slices.Clone(in)
+	m.mu.Unlock()
+}
+
 // Silences lists the silences known, by namespace and name.
 func (m *Muter) Silences() []Silence {
 	m.mu.Lock()
@@ -109,11 +118,12 @@ func (m *Muter) Silences() []Silence {
 }
 
 // Mute says whether inc is muted at now: by an active Silence that
-// matches it (the one that ends last), else by a silence-until annotation
-// on its objects, their workloads or its namespace.
-func (m *Muter) Mute(inc *incident.Incident, now time.Time) (incident.Mute, bool) {
+// matches it or a silence-until annotation on its objects, their
+// workloads or its namespace (whichever ends last), else by an
+// inhibition whose source is among the open incidents.
+func (m *Muter) Mute(inc *incident.Incident, open iter.Seq[*incident.Incident], now time.Time) (incident.Mute, bool) {
 	m.mu.Lock()
-	objects := m.objects
+	objects, inhibitions := m.objects, m.inhibitions
 	m.mu.Unlock()
 	if objects == nil {
 		return incident.Mute{}, false
@@ -136,7 +146,10 @@ func (m *Muter) Mute(inc *incident.Incident, now time.Time) (incident.Mute, bool
 			best = incident.Mute{By: "annotation " + Annotation + " on " + a.on, Until: until}
 		}
 	}
-	return best, best.By != ""
+	if best.By != "" {
+		return best, true
+	}
+	return inhibited(inhibitions, inc, open, objects)
 }
 
 // annotated is one silence-until annotation found on an object.
