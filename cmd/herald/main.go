@@ -22,6 +22,9 @@ Usage:
   herald validate -f FILE [--offline]
   herald test -f FILE (--object OBJECTS.yaml ... | --kubeconfig FILE)
   herald incidents [--kubeconfig FILE] [--namespace NS] [-o table|json]
+  herald silence create --namespace NS (--workload W | --name GLOB | --rule R | ...) (--for 2h | --until TIME) --comment TEXT
+  herald silence list [--namespace NS | -A]
+  herald silence expire --namespace NS NAME
   herald version
 `
 
@@ -75,6 +78,8 @@ func (c cli) run(ctx context.Context, args []string) int {
 		return cmdValidate(args[1:], stdout, stderr)
 	case "incidents":
 		return c.cmdIncidents(ctx, args[1:])
+	case "silence", "silences":
+		return c.cmdSilence(ctx, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(stdout, "herald", version)
 		return 0

@@ -60,6 +60,27 @@ type Matchers struct {
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
 }
 
+// Empty says no matcher is given (the CRD refuses such a silence).
+func (m Matchers) Empty() bool {
+	return m.Namespace == "" && m.Kind == "" && m.Name == "" && m.Workload == "" && m.Rule == "" &&
+		m.Reason == "" && m.Severity == "" && m.LabelSelector == nil
+}
+
+// String lists the matchers given, for people: "workload=api rule=crash".
+func (m Matchers) String() string {
+	var parts []string
+	for _, kv := range [][2]string{{"namespace", m.Namespace}, {"kind", m.Kind}, {"name", m.Name}, {"workload", m.Workload},
+		{"rule", m.Rule}, {"reason", m.Reason}, {"severity", m.Severity}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	if m.LabelSelector != nil {
+		parts = append(parts, "labels="+metav1.FormatLabelSelector(m.LabelSelector))
+	}
+	return strings.Join(parts, " ")
+}
+
 // spec is the resource's spec as stored.
 type spec struct {
 	Matchers  Matchers     `json:"matchers"`
