@@ -68,10 +68,10 @@ func TestSilenceCommand(t *testing.T) {
 	}
 
 	for _, bad := range [][]string{
-		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--for", "2h"},               // no comment
-		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--comment", "x", "--for", "2h"},                  // no matcher
-		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--comment", "x"},            // no end
-		{"create", "--kubeconfig", adminKC, "--workload", "api", "--comment", "x", "--for", "2h"},                    // no namespace
+		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--for", "2h"},    // no comment
+		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--comment", "x", "--for", "2h"},       // no matcher
+		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--comment", "x"}, // no end
+		{"create", "--kubeconfig", adminKC, "--workload", "api", "--comment", "x", "--for", "2h"},         // no namespace
 		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--comment", "x", "--until", "monday"},
 	} {
 		if code, _, errOut := herald(bad...); code != 2 || errOut == "" {

@@ -37,7 +37,7 @@ type Muter struct {
 	mu          sync.Mutex
 	objects     Objects // nil until Watch
 	inhibitions []Inhibition
-	silences map[string]Silence // namespace/name → silence
+	silences    map[string]Silence // namespace/name → silence
 	// badAnnotations remembers annotation values already reported as
 	// unreadable, so each is logged once.
 	badAnnotations map[string]bool
