@@ -150,6 +150,9 @@ type Rule struct {
 	Channel string `yaml:"channel"`
 	// Sinks the rule's notifications go to, by name.
 	Sinks []string `yaml:"sinks"`
+	// Schedule holds the rule's notifications back during maintenance
+	// windows (config/schedule.go).
+	Schedule *Schedule `yaml:"schedule"`
 }
 
 // Message holds Go text/template sources; see docs/rules.md for the data

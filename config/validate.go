@@ -146,6 +146,9 @@ func (c *Config) validate() Errors {
 		case ruleNames[r.Name]:
 			add(p+".name", "rule name %q is used twice", r.Name)
 		}
+		if r.Schedule != nil {
+			c.Rules[i].Schedule.compile(p+".schedule", add)
+		}
 		if r.Name != "" {
 			ruleNames[r.Name] = true
 		}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+	_ "time/tzdata" // time zones of maintenance windows, in an image without /usr/share/zoneinfo
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".

@@ -74,7 +74,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	}
 	reg := prometheus.NewRegistry()
 	muter := silence.NewMuter(*namespace, logger)
-	muter.SetInhibitions(silence.Inhibitions(cfg))
+	muter.Configure(cfg)
 	tracker := newTracker(cfg.Incidents, reg, muter, logger)
 	sinkList, closeSinks, err := buildSinks(cfg, out, tracker, logger)
 	if err != nil {
@@ -183,7 +183,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 			dispatcher.Replace(lanes)
 			return nil
 		}
-		r.applied = func(next *config.Config) { muter.SetInhibitions(silence.Inhibitions(next)) }
+		r.applied = muter.Configure
 		go r.run(ctx)
 	}
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -28,6 +29,12 @@ type Objects interface {
 	NamespaceAnnotation(name, key string) string
 }
 
+// noObjects is an empty cache.
+type noObjects struct{}
+
+func (noObjects) Get(watcher.Key) (runtime.Object, bool, error) { return nil, false, nil }
+func (noObjects) NamespaceAnnotation(string, string) string     { return "" }
+
 // Muter decides whether an incident is muted by a Silence resource or an
 // annotation. It implements incident.Muter.
 type Muter struct {
@@ -35,9 +42,10 @@ type Muter struct {
 	logger    *slog.Logger
 
 	mu          sync.Mutex
-	objects     Objects // nil until Watch
+	objects     Objects // none until Watch
 	inhibitions []Inhibition
-	silences    map[string]Silence // namespace/name → silence
+	schedules   map[string]*config.Schedule // by rule
+	silences    map[string]Silence          // namespace/name → silence
 	// badAnnotations remembers annotation values already reported as
 	// unreadable, so each is logged once.
 	badAnnotations map[string]bool
@@ -46,7 +54,7 @@ type Muter struct {
 // NewMuter makes a Muter; namespace is herald's own. Until Watch, it
 // mutes nothing.
 func NewMuter(namespace string, logger *slog.Logger) *Muter {
-	return &Muter{namespace: namespace, logger: logger,
+	return &Muter{namespace: namespace, logger: logger, objects: noObjects{},
 		silences: map[string]Silence{}, badAnnotations: map[string]bool{}}
 }
 
@@ -55,6 +63,9 @@ func NewMuter(namespace string, logger *slog.Logger) *Muter {
 // Silence resources (nil: none are served; annotations still mute).
 // Call it before the informers start.
 func (m *Muter) Watch(objects Objects, inf cache.SharedIndexInformer) error {
+	if objects == nil {
+		objects = noObjects{}
+	}
 	m.mu.Lock()
 	m.objects = objects
 	m.mu.Unlock()
@@ -96,10 +107,17 @@ func (m *Muter) remove(obj any) {
 	}
 }
 
-// SetInhibitions puts inhibitions in force (at start and on reload).
-func (m *Muter) SetInhibitions(in []Inhibition) {
+// Configure puts a configuration's inhibitions and rules' maintenance
+// windows in force (at start and on reload).
+func (m *Muter) Configure(cfg *config.Config) {
+	schedules := map[string]*config.Schedule{}
+	for _, r := range cfg.Rules {
+		if r.Schedule != nil {
+			schedules[r.Name] = r.Schedule
+		}
+	}
 	m.mu.Lock()
-	m.inhibitions = slices.Clone(in)
+	m.inhibitions, m.schedules = Inhibitions(cfg), schedules
 	m.mu.Unlock()
 }
 
@@ -117,19 +135,22 @@ func (m *Muter) Silences() []Silence {
 	return out
 }
 
-// Mute says whether inc is muted at now: by an active Silence that
-// matches it or a silence-until annotation on its objects, their
-// workloads or its namespace (whichever ends last), else by an
-// inhibition whose source is among the open incidents.
+// Mute says whether inc is muted at now: by its rule's maintenance
+// window, an active Silence that matches it or a silence-until
+// annotation on its objects, their workloads or its namespace (whichever
+// ends last), else by an inhibition whose source is among the open
+// incidents.
 func (m *Muter) Mute(inc *incident.Incident, open iter.Seq[*incident.Incident], now time.Time) (incident.Mute, bool) {
 	m.mu.Lock()
-	objects, inhibitions := m.objects, m.inhibitions
+	objects, inhibitions, schedule := m.objects, m.inhibitions, m.schedules[inc.Rule]
 	m.mu.Unlock()
-	if objects == nil {
-		return incident.Mute{}, false
+	var best incident.Mute
+	if schedule != nil {
+		if until, ok := schedule.Open(now); ok {
+			best = incident.Mute{By: "maintenance window of rule " + inc.Rule, Until: until}
+		}
 	}
 	subj, annotated := subject(inc, objects)
-	var best incident.Mute
 	m.mu.Lock()
 	for _, s := range m.silences {
 		if s.State(now) != "active" || !s.Matches(subj, s.Namespace == m.namespace) {
