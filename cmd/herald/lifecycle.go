@@ -8,12 +8,13 @@ import (
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/silence"
 )
 
 // newTracker makes the incident tracker the configuration asks for, with
 // its metrics registered with reg; muter holds notifications back
 // (silences, annotations).
-func newTracker(cfg config.Incidents, reg prometheus.Registerer, muter incident.Muter, logger *slog.Logger) *incident.Tracker {
+func newTracker(cfg config.Incidents, reg prometheus.Registerer, muter *silence.Muter, logger *slog.Logger) *incident.Tracker {
 	coalesced := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_notifications_coalesced_total",
 		Help: "Incident changes merged into a held update instead of sent on their own (update pacing), by rule.",
@@ -23,12 +24,13 @@ func newTracker(cfg config.Incidents, reg prometheus.Registerer, muter incident.
 		Help: "Notifications held back by a silence, an annotation, a maintenance window or an inhibition, by rule.",
 	}, []string{"rule"})
 	tracker := incident.NewTracker(incident.Options{
-		Now:       time.Now,
-		HoldDown:  *cfg.ResolveHoldDown,
-		Retention: cfg.Retention,
-		Flapping:  incident.FlapOptions{Starts: *cfg.Flapping.Starts, Window: cfg.Flapping.Window, Quiet: cfg.Flapping.Quiet},
-		Coalesced: func(rule string) { coalesced.WithLabelValues(rule).Inc() },
-		Muter:     muter,
+		Now:         time.Now,
+		HoldDown:    *cfg.ResolveHoldDown,
+		Retention:   cfg.Retention,
+		Flapping:    incident.FlapOptions{Starts: *cfg.Flapping.Starts, Window: cfg.Flapping.Window, Quiet: cfg.Flapping.Quiet},
+		Coalesced:   func(rule string) { coalesced.WithLabelValues(rule).Inc() },
+		Muter:       muter,
+		MuteVersion: muter.Version,
 		Muted: func(inc *incident.Incident, tr incident.Transition, m incident.Mute) {
 			silenced.WithLabelValues(inc.Rule).Inc()
 			logger.Debug("notification muted", "rule", inc.Rule, "incident", inc.ID, "transition", tr, "by", m.By, "until", m.Until)

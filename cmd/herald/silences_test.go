@@ -176,6 +176,13 @@ func (m *mutingHarness) silences(t *testing.T) {
 	if n := metricValue(t, metrics, `herald_notifications_silenced_total{rule="crash"}`); n == 0 {
 		t.Errorf("herald_notifications_silenced_total is 0 after a restart with muted incidents open")
 	}
+	// A silence that starts covering an announced incident: one
+	// "silenced" notification saying until when and which silence.
+	createSilence(t, dyn, "team-c", "quiet-sentinel", map[string]any{"workload": "sentinel-1"}, time.Now().Add(time.Hour))
+	quiet := got.await(t, 2, 10*time.Second, ofWorkload("team-c", "sentinel-1"))[1].p
+	if quiet.Transition != "silenced" || !strings.Contains(quiet.Change, "(silence team-c/quiet-sentinel)") || !strings.HasPrefix(quiet.Change, "silenced until ") {
+		t.Errorf("a silence covering an announced incident sent %s %q; want silenced, saying until when and which silence", quiet.Transition, quiet.Change)
+	}
 	t.Logf("api's firing %s after its silence ended; all deliveries: %s", late.Round(10*time.Millisecond), got)
 }
 

@@ -26,6 +26,10 @@ const (
 	// Digest is a summary of many firing incidents sent as one message
 	// (first start with startup: digest).
 	Digest Transition = "digest"
+	// Silenced says a silence (or an annotation, or a maintenance
+	// window) now mutes an incident that was announced: its message can
+	// say so, and that nothing more comes until the mute ends.
+	Silenced Transition = "silenced"
 )
 
 // Incident is one problem on one object (and container), or on one

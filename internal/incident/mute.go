@@ -4,6 +4,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,9 @@ import (
 // sends nothing at all; one that was announced before the mute sends its
 // resolved, so that no message is left saying "firing" about a problem
 // that is over.
+
+// InhibitedBy begins the Mute.By of an incident an inhibition mutes.
+const InhibitedBy = "inhibited by "
 
 // Mute is why, and until when, an incident's notifications are held back.
 type Mute struct {
@@ -94,13 +98,15 @@ func (t *Tracker) unmute(inc *Incident) {
 
 // ReleaseMuted asks again about every muted incident and, for those no
 // longer muted, makes what is owed: the firing of an incident never
-// announced, or one update saying what changed while it was muted. The
-// leader calls it periodically (handlers), so a silence's end is acted on
+// announced, or one update saying what changed while it was muted. When
+// the silences changed, it also says of each announced incident a
+// silence now covers that it is silenced. The leader calls it
+// periodically (handlers), so a silence's start and end are acted on
 // within that period even if no object changes.
 func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var notes []Notification
+	notes := t.noteSilenced(now)
 	for _, fp := range slices.Sorted(maps.Keys(t.muted)) {
 		inc := t.open[fp]
 		if inc == nil {
@@ -122,6 +128,44 @@ func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 		}
 	}
 	return notes
+}
+
+// noteSilenced makes a Silenced notification for each announced, open,
+// unmuted incident that a silence, annotation or window now mutes; only
+// when MuteVersion moved, so the incidents are not asked every tick.
+// Inhibitions say nothing here: they mute what their source explains,
+// and the source's own message is the news.
+func (t *Tracker) noteSilenced(now time.Time) []Notification {
+	if t.opts.Muter == nil || t.opts.MuteVersion == nil {
+		return nil
+	}
+	v := t.opts.MuteVersion(now)
+	if v == t.muteVersion {
+		return nil
+	}
+	t.muteVersion = v
+	var notes []Notification
+	for _, fp := range slices.Sorted(maps.Keys(t.open)) {
+		inc := t.open[fp]
+		if inc.Seq == 0 || inc.MutedBy != "" || !inc.ResolvingSince.IsZero() {
+			continue
+		}
+		m, ok := t.opts.Muter.Mute(inc, t.openIncidents, now)
+		if !ok || strings.HasPrefix(m.By, InhibitedBy) {
+			continue
+		}
+		t.mute(inc, m)
+		notes = append(notes, t.record(inc, Silenced, now, m.String()))
+	}
+	return notes
+}
+
+// String says what mutes and until when, for people.
+func (m Mute) String() string {
+	if m.Until.IsZero() {
+		return m.By
+	}
+	return "silenced until " + m.Until.UTC().Format("2006-01-02 15:04 MST") + " (" + m.By + ")"
 }
 
 // MutedByRule counts the open incidents held back now, by rule.

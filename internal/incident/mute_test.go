@@ -113,3 +113,32 @@ func TestMuteSurvivesARestart(t *testing.T) {
 		t.Fatalf("at the end after a restart: %q, want the firing", transitions(notes))
 	}
 }
+
+// TestSilenceCoversAnnouncedIncident: when the silences change, an
+// announced incident a silence now covers gets one Silenced notification
+// saying until when; one never announced or already muted gets none.
+func TestSilenceCoversAnnouncedIncident(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	muter := &untilMuter{}
+	version := uint64(1)
+	tr := NewTracker(Options{Now: clock.now, Muter: muter, MuteVersion: func(time.Time) uint64 { return version }})
+	first, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 1)})
+	if got := transitions(first) + transitions(tr.ReleaseMuted(clock.t)); got != "firing " {
+		t.Fatalf("before the silence: %q", got)
+	}
+	muter.until, version = clock.t.Add(time.Hour), 2
+	notes := tr.ReleaseMuted(clock.t)
+	if len(notes) != 1 || notes[0].Transition != Silenced || notes[0].Change != "silenced until 2026-11-22 01:00 UTC (silence shop/test)" {
+		t.Fatalf("when the silence came: %v", notes)
+	}
+	version = 3
+	if notes := tr.ReleaseMuted(clock.t); len(notes) != 0 {
+		t.Errorf("said twice: %q", transitions(notes))
+	}
+	if notes, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 30)}); len(notes) != 0 {
+		t.Errorf("under the silence: %q", transitions(notes))
+	}
+	if notes := tr.ReleaseMuted(muter.until); transitions(notes) != "updated " || notes[0].Change != "restarts 1 → 30" {
+		t.Errorf("at the end: %q, want one update of what changed", transitions(notes))
+	}
+}

@@ -30,6 +30,10 @@ type Options struct {
 	// never); Muted is told of each notification it held back.
 	Muter Muter
 	Muted func(inc *Incident, tr Transition, m Mute)
+	// MuteVersion changes when what the Muter knows changes in a way
+	// that may newly mute an announced incident (a silence added, one
+	// starting); nil: never looked for.
+	MuteVersion func(now time.Time) uint64
 }
 
 // Tracker holds every incident: open ones, and resolved ones for the
@@ -62,6 +66,9 @@ type Tracker struct {
 	settling map[string]bool
 	// version counts changes worth persisting.
 	version uint64
+	// muteVersion is the MuteVersion announced incidents were last
+	// checked at.
+	muteVersion uint64
 }
 
 // NewTracker makes an empty tracker.

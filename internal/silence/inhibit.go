@@ -37,9 +37,6 @@ func BuiltinInhibitions() []Inhibition {
 	}
 }
 
-// inhibitedBy begins the Mute.By of an inhibited incident.
-const inhibitedBy = "inhibited by "
-
 // Inhibitions are what cfg asks for: the built-in ones unless turned off,
 // then its own.
 func Inhibitions(cfg *config.Config) []Inhibition {
@@ -81,7 +78,7 @@ func inhibited(inhibitions []Inhibition, inc *incident.Incident, open iter.Seq[*
 		for src := range open {
 			// An inhibited incident inhibits nothing: two that would
 			// mute each other leave the first one heard.
-			if src != inc && !strings.HasPrefix(src.MutedBy, inhibitedBy) && matches(in.Source, src) {
+			if src != inc && !strings.HasPrefix(src.MutedBy, incident.InhibitedBy) && matches(in.Source, src) {
 				sources = append(sources, src)
 			}
 		}
@@ -112,7 +109,7 @@ func inhibited(inhibitions []Inhibition, inc *incident.Incident, open iter.Seq[*
 			}
 		}
 		if covered && by != nil {
-			return incident.Mute{By: inhibitedBy + by.Reason + " on " + by.Object.Kind + " " + strings.TrimPrefix(by.Object.Namespace+"/"+by.Object.Name, "/")}, true
+			return incident.Mute{By: incident.InhibitedBy + by.Reason + " on " + by.Object.Kind + " " + strings.TrimPrefix(by.Object.Namespace+"/"+by.Object.Name, "/")}, true
 		}
 	}
 	return incident.Mute{}, false

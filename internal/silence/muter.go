@@ -42,6 +42,7 @@ type Muter struct {
 	logger    *slog.Logger
 
 	mu          sync.Mutex
+	generation  uint64  // counts changes to silences
 	objects     Objects // none until Watch
 	inhibitions []Inhibition
 	schedules   map[string]*config.Schedule // by rule
@@ -93,6 +94,7 @@ func (m *Muter) put(obj any) {
 	}
 	m.mu.Lock()
 	m.silences[s.Namespace+"/"+s.Name] = s
+	m.generation++
 	m.mu.Unlock()
 }
 
@@ -103,6 +105,7 @@ func (m *Muter) remove(obj any) {
 	if o, ok := obj.(metav1.Object); ok {
 		m.mu.Lock()
 		delete(m.silences, o.GetNamespace()+"/"+o.GetName())
+		m.generation++
 		m.mu.Unlock()
 	}
 }
@@ -119,6 +122,21 @@ func (m *Muter) Configure(cfg *config.Config) {
 	m.mu.Lock()
 	m.inhibitions, m.schedules = Inhibitions(cfg), schedules
 	m.mu.Unlock()
+}
+
+// Version changes when a silence is added, changed or removed, or one
+// starts (incident.Options.MuteVersion): an announced incident may then
+// be newly muted.
+func (m *Muter) Version(now time.Time) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	started := uint64(0)
+	for _, s := range m.silences {
+		if !now.Before(s.StartsAt) {
+			started++
+		}
+	}
+	return m.generation<<20 | started
 }
 
 // Silences lists the silences known, by namespace and name.

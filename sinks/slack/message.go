@@ -94,7 +94,7 @@ func escape(s string) string {
 // now (the message is edited in place as it evolves).
 func Render(n incident.Notification, cluster string, now time.Time) Message {
 	inc := n.Incident
-	state := map[incident.Transition]string{incident.Resolved: "Resolved: ", incident.Repeat: "Still firing: "}[n.Transition]
+	state := map[incident.Transition]string{incident.Resolved: "Resolved: ", incident.Repeat: "Still firing: ", incident.Silenced: "Silenced: "}[n.Transition]
 	header := truncate(state+inc.Title, maxHeader)
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, header, true, false)),
@@ -135,7 +135,10 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 	if len(fields) > 0 {
 		blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
 	}
-	if n.Change != "" {
+	switch {
+	case n.Transition == incident.Silenced:
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":mute: *"+escape(n.Change)+"*: nothing more until then unless it resolves", maxSection))))
+	case n.Change != "":
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":arrows_counterclockwise: *Changed:* "+escape(n.Change), maxSection))))
 	}
 	if last := inc.Facts["lastMessage"]; last != "" && n.Transition != incident.Resolved {
@@ -180,6 +183,8 @@ func ThreadNote(n incident.Notification, now time.Time) string {
 		return fmt.Sprintf(":white_check_mark: Resolved after %s.", now.Sub(n.Incident.FirstSeen).Round(time.Second))
 	case incident.Repeat:
 		return fmt.Sprintf(":repeat: Still firing after %s.", now.Sub(n.Incident.FirstSeen).Round(time.Second))
+	case incident.Silenced:
+		return truncate(":mute: "+escape(n.Change)+".", maxSection)
 	}
 	if n.Change != "" {
 		return truncate(":arrows_counterclockwise: "+escape(n.Change)+" · "+escape(n.Incident.Text), maxSection)

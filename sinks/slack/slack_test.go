@@ -56,7 +56,7 @@ func note(tr incident.Transition, seq int, restarts string) incident.Notificatio
 }
 
 func TestRenderGolden(t *testing.T) {
-	for _, tr := range []incident.Transition{incident.Firing, incident.Updated, incident.Resolved, "firing-context"} {
+	for _, tr := range []incident.Transition{incident.Firing, incident.Updated, incident.Resolved, incident.Silenced, "firing-context"} {
 		n := note(tr, 1, "5")
 		if tr == "firing-context" {
 			// A firing with its crash context: hint, log lines, events,
@@ -75,6 +75,11 @@ func TestRenderGolden(t *testing.T) {
 				Node:        &incident.Node{Name: "node-7", Conditions: []string{"MemoryPressure"}},
 				Unavailable: "events: no answer within 2s",
 			}
+		}
+		if tr == incident.Silenced {
+			// A silence now covers the announced incident.
+			n = note(tr, 2, "5")
+			n.Change = "silenced until 2026-11-22 02:00 UTC (silence shop/deploy-checkout)"
 		}
 		if tr == incident.Updated {
 			// A paced update: many changes merged into one message,
@@ -173,6 +178,27 @@ func TestUpdateInPlaceAndThread(t *testing.T) {
 	}
 	if !strings.HasPrefix(calls[3].Text, ":white_check_mark: Resolved: ") || !strings.Contains(calls[4].Text, "Resolved after") {
 		t.Errorf("resolved texts: %q / %q", calls[3].Text, calls[4].Text)
+	}
+}
+
+// TestSilencedEditsInPlace: a silence covering an announced incident
+// edits its message to say so, and says it in the thread.
+func TestSilencedEditsInPlace(t *testing.T) {
+	api := newFakeSlack(t)
+	s := New(Options{Name: "slack", Token: "xoxb-test-token", Channel: "#alerts", APIURL: api.URL, Refs: &refs{m: map[string]string{}}})
+	silenced := note(incident.Silenced, 2, "3")
+	silenced.Change = "silenced until 2026-11-22 02:00 UTC (silence shop/deploy-checkout)"
+	for _, n := range []incident.Notification{note(incident.Firing, 1, "3"), silenced} {
+		if err := s.Send(context.Background(), n); err != nil {
+			t.Fatalf("%s: %v", n.Transition, err)
+		}
+	}
+	calls := api.snapshot()
+	if len(calls) != 3 || calls[1].Method != "chat.update" || calls[2].ThreadTS == "" {
+		t.Fatalf("calls %+v, want post, update, thread reply", calls)
+	}
+	if !strings.Contains(calls[1].Text, "Silenced: ") || calls[2].Text != ":mute: silenced until 2026-11-22 02:00 UTC (silence shop/deploy-checkout)." {
+		t.Errorf("edited text %q, thread %q", calls[1].Text, calls[2].Text)
 	}
 }
 
