@@ -190,7 +190,8 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	var runErr error
 	lead := func(ctx context.Context) {
 		runErr = runLeader(ctx, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
-			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace})
+			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace,
+			silenceStatus: silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run})
 	}
 	if !*leaderElect {
 		isLeader.Set(1)
@@ -234,6 +235,8 @@ type leaderParts struct {
 	persisted     bool
 	ledgerMetrics *incident.LedgerMetrics
 	grace         time.Duration
+	// silenceStatus keeps the Silences' status current while leading.
+	silenceStatus func(ctx context.Context)
 }
 
 // runLeader is the leader's work: load the ledger (now that no other
@@ -257,6 +260,7 @@ func runLeader(ctx context.Context, p leaderParts) error {
 	var wg, ledgerDone sync.WaitGroup
 	ledgerDone.Go(func() { incident.Persist(ledgerCtx, p.tracker, p.store, p.logger, p.ledgerMetrics) })
 	wg.Go(func() { p.dispatcher.Run(sinkCtx) })
+	wg.Go(func() { p.silenceStatus(ctx) })
 	runErr := p.ctrl.Run(ctx)
 	p.dispatcher.Close()
 	grace := time.AfterFunc(p.grace, stopSinks)

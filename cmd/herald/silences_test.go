@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -44,6 +45,26 @@ func createSilence(t *testing.T, dyn dynamic.Interface, ns, name string, matcher
 	}}
 	if _, err := dyn.Resource(silence.Resource).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// silenceStatus waits until herald reports state and muted incidents on
+// a Silence.
+func silenceStatus(t *testing.T, dyn dynamic.Interface, ns, name, state string, muted int64) {
+	t.Helper()
+	var got map[string]any
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		obj, err := dyn.Resource(silence.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got, _, _ = unstructured.NestedMap(obj.Object, "status")
+		n, _, _ := unstructured.NestedInt64(obj.Object, "status", "mutedIncidents")
+		s, _, _ := unstructured.NestedString(obj.Object, "status", "state")
+		return s == state && n == muted, nil
+	})
+	if err != nil {
+		t.Errorf("silence %s/%s status %v, want state %s and %d muted incidents", ns, name, got, state, muted)
 	}
 }
 
@@ -143,6 +164,9 @@ func (m *mutingHarness) silences(t *testing.T) {
 	if muted := metricValue(t, metrics, `herald_incidents_muted{rule="crash"}`); muted != 3 {
 		t.Errorf("herald_incidents_muted = %v, want 3 (api, worker, db)", muted)
 	}
+	silenceStatus(t, dyn, "team-a", "deploy-api", "active", 1)
+	silenceStatus(t, dyn, "herald", "team-d-maintenance", "active", 1)
+	silenceStatus(t, dyn, "team-b", "everything", "active", 0)
 	for _, p := range worker {
 		if err := client.CoreV1().Pods("team-a").Delete(ctx, p, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -167,6 +191,7 @@ func (m *mutingHarness) silences(t *testing.T) {
 		t.Errorf("when the silence ended: %s %q, want the firing of 3/3 pods", p.Transition, p.Title)
 	}
 	sentinel()
+	silenceStatus(t, dyn, "team-a", "deploy-api", "expired", 0)
 	if n := len(got.matching(ofWorkload("team-a", "api"))); n != 1 {
 		t.Errorf("%d notifications for api, want 1: %s", n, got)
 	}

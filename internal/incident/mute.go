@@ -168,6 +168,20 @@ func (m Mute) String() string {
 	return "silenced until " + m.Until.UTC().Format("2006-01-02 15:04 MST") + " (" + m.By + ")"
 }
 
+// MutedBy counts the open incidents held back now, by what mutes them
+// (Mute.By).
+func (t *Tracker) MutedBy() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int{}
+	for fp := range t.muted {
+		if inc := t.open[fp]; inc != nil {
+			out[inc.MutedBy]++
+		}
+	}
+	return out
+}
+
 // MutedByRule counts the open incidents held back now, by rule.
 func (t *Tracker) MutedByRule() map[string]int {
 	t.mu.Lock()

@@ -35,6 +35,8 @@ type Silence struct {
 	StartsAt, EndsAt   time.Time
 	Comment, CreatedBy string
 	Matchers           Matchers
+	// Status is what herald last wrote on it.
+	Status Status
 
 	selector labels.Selector // Matchers.LabelSelector compiled
 }
@@ -111,6 +113,9 @@ func Parse(u *unstructured.Unstructured) (Silence, error) {
 		s.EndsAt = limit
 	}
 	s.Comment, s.CreatedBy, s.Matchers = sp.Comment, sp.CreatedBy, sp.Matchers
+	if st, ok, _ := unstructured.NestedMap(u.Object, "status"); ok {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(st, &s.Status) // herald's own writing; unreadable is rewritten
+	}
 	if sel := sp.Matchers.LabelSelector; sel != nil {
 		compiled, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
