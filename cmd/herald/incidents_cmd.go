@@ -40,6 +40,10 @@ type openIncident struct {
 	Flapping  bool       `json:"flapping,omitempty"`
 	// Resolving: the problem is gone; it resolves after the hold-down.
 	Resolving bool `json:"resolving,omitempty"`
+	// MutedBy: a silence, annotation, window or inhibition holds its
+	// notifications back (until MutedUntil, when known).
+	MutedBy    string     `json:"mutedBy,omitempty"`
+	MutedUntil *time.Time `json:"mutedUntil,omitempty"`
 }
 
 // cmdIncidents prints the open incidents of a running herald's ledger. It
@@ -108,6 +112,10 @@ func openIncidents(incs []incident.Incident) []openIncident {
 		if !inc.HeldUntil.IsZero() {
 			o.HeldUntil = &inc.HeldUntil
 		}
+		o.MutedBy = inc.MutedBy
+		if !inc.MutedUntil.IsZero() {
+			o.MutedUntil = &inc.MutedUntil
+		}
 		for _, p := range inc.Pending {
 			for _, s := range p.Sinks {
 				if !slices.Contains(o.PendingSinks, s) {
@@ -140,6 +148,13 @@ func printIncidents(w io.Writer, open []openIncident, now time.Time) {
 		}
 		if o.Resolving {
 			state = append(state, "resolving")
+		}
+		if o.MutedBy != "" {
+			muted := "muted: " + o.MutedBy
+			if o.MutedUntil != nil {
+				muted += " for " + o.MutedUntil.Sub(now).Round(time.Second).String()
+			}
+			state = append(state, muted)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Rule, o.Severity, o.Object, cmp.Or(o.Container, "-"), cmp.Or(o.Pods, "-"),
 			age(o.Since), last, cmp.Or(strings.Join(o.PendingSinks, ","), "-"), cmp.Or(strings.Join(state, ", "), "firing"))

@@ -53,6 +53,13 @@ sinks:
 	for _, pod := range deploymentPods(t, client, "shop", "api", 2) {
 		setStatusIn(t, client, "shop", pod, crashLooping, 2)
 	}
+	// One more, muted for an hour by its annotation: open, never sent.
+	quiet := newPod("quiet-0")
+	quiet.Annotations = map[string]string{"herald.io/silence-until": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	if _, err := client.CoreV1().Pods("default").Create(context.Background(), quiet, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, client, "quiet-0", crashLooping, 2)
 	recv.collect(t, 4, 10*time.Second) // three firings and the workload's
 	if err := client.CoreV1().Pods("default").Delete(context.Background(), "app-2", metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}); err != nil {
 		t.Fatal(err)
@@ -74,12 +81,18 @@ sinks:
 	var objects []string
 	for _, o := range open {
 		objects = append(objects, o.Object)
+		if o.Object == "Pod/default/quiet-0" {
+			if o.Seq != 0 || o.MutedBy != "annotation herald.io/silence-until on Pod/default/quiet-0" || o.MutedUntil == nil {
+				t.Errorf("the muted incident: #%d muted by %q until %v", o.Seq, o.MutedBy, o.MutedUntil)
+			}
+			continue
+		}
 		if o.LastTransition != "firing" || o.Seq != 1 || o.Since.IsZero() {
 			t.Errorf("%s: last %s #%d since %s, want firing #1", o.Object, o.LastTransition, o.Seq, o.Since)
 		}
 	}
 	slices.Sort(objects)
-	if want := []string{"Deployment/shop/api", "Pod/default/app-0", "Pod/default/app-1"}; !slices.Equal(objects, want) {
+	if want := []string{"Deployment/shop/api", "Pod/default/app-0", "Pod/default/app-1", "Pod/default/quiet-0"}; !slices.Equal(objects, want) {
 		t.Fatalf("open incidents %v, want %v", objects, want)
 	}
 	for _, o := range open {
@@ -95,11 +108,11 @@ sinks:
 	table := stdout.String()
 	t.Logf("herald incidents:\n%s", table)
 	lines := strings.Split(strings.TrimSpace(table), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[0], "RULE") || lines[4] != "3 open incidents" || strings.Contains(table, "app-2") {
-		t.Errorf("table: want a header, 3 rows and a count, without app-2:\n%s", table)
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "RULE") || lines[5] != "4 open incidents" || strings.Contains(table, "app-2") {
+		t.Errorf("table: want a header, 4 rows and a count, without app-2:\n%s", table)
 	}
-	if !strings.Contains(table, "update held") {
-		t.Errorf("the table does not show the held update:\n%s", table)
+	if !strings.Contains(table, "update held") || !strings.Contains(table, "muted: annotation herald.io/silence-until on Pod/default/quiet-0 for 59m") {
+		t.Errorf("the table does not show the held update and the muted incident:\n%s", table)
 	}
 
 	// Elsewhere, without permission: a clear error, not an empty list.
