@@ -176,8 +176,8 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, "herald silence create:", explain(err, "create", *namespace))
 		return 1
 	}
-	fmt.Fprintf(c.stdout, "silence %s/%s created: mutes until %s (%s)\n", created.GetNamespace(), created.GetName(),
-		end.UTC().Format(time.RFC3339), end.Sub(time.Now()).Round(time.Minute))
+	fmt.Fprintf(c.stdout, "silence %s/%s created: mutes until %s (in %s)\n", created.GetNamespace(), created.GetName(),
+		end.UTC().Format(time.RFC3339), time.Until(end).Round(time.Second))
 	return 0
 }
 
