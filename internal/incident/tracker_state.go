@@ -1,0 +1,132 @@
+package incident
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// What the tracker tells the rest of herald: queries for metrics, the
+// start-up reconcile and reloads, and the state the ledger persists and
+// restores.
+
+// MemberKeys lists every object key some open incident counts as
+// affected: at start they are reconciled even if they are no longer in the
+// cache (deleted while herald was down), so their incidents resolve.
+func (t *Tracker) MemberKeys() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Sorted(maps.Keys(t.byObject))
+}
+
+// DropRules forgets the open incidents of rules that no longer exist (a
+// configuration reload removed them), without notifying: the operator
+// removed the rule, nothing recovered.
+func (t *Tracker) DropRules(removed map[string]bool) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for fp, inc := range t.open {
+		if !removed[inc.Rule] {
+			continue
+		}
+		for _, m := range inc.Members {
+			t.unindex(m, fp)
+			t.setSettling(m, fp, false)
+		}
+		delete(t.open, fp)
+		delete(t.held, fp)
+		delete(t.muted, fp)
+		n++
+	}
+	if n > 0 {
+		t.version++
+	}
+	return n
+}
+
+// OpenByRule counts the open incidents of each rule.
+func (t *Tracker) OpenByRule() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int{}
+	for _, inc := range t.open {
+		out[inc.Rule]++
+	}
+	return out
+}
+
+// Open counts the open incidents.
+func (t *Tracker) Open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.open)
+}
+
+// Version changes whenever something worth persisting changed.
+func (t *Tracker) Version() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.version
+}
+
+// all lists open and retained resolved incidents; t.mu must be held.
+func (t *Tracker) all() []*Incident {
+	out := make([]*Incident, 0, len(t.open)+len(t.resolved))
+	for _, inc := range t.open {
+		out = append(out, inc)
+	}
+	for _, inc := range t.resolved {
+		out = append(out, inc)
+	}
+	return out
+}
+
+// Snapshot returns copies of every incident for the ledger, dropping
+// resolved ones past the retention period whose deliveries are done.
+func (t *Tracker) Snapshot() ([]Incident, uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.opts.Now()
+	for id, inc := range t.resolved {
+		if t.opts.Retention > 0 && now.Sub(inc.ResolvedAt) > t.opts.Retention && len(inc.Pending) == 0 {
+			delete(t.resolved, id)
+			if t.lastResolved[inc.Fingerprint] == id {
+				delete(t.lastResolved, inc.Fingerprint)
+			}
+		}
+	}
+	out := make([]Incident, 0, len(t.open)+len(t.resolved))
+	for _, inc := range t.all() {
+		s := snapshot(inc)
+		s.Pending = slices.Clone(inc.Pending)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Incident) int { return strings.Compare(a.ID, b.ID) })
+	return out, t.version
+}
+
+// Restore loads incidents from the ledger into an empty tracker.
+func (t *Tracker) Restore(incs []Incident) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range incs {
+		inc := incs[i]
+		inc.Facts = maps.Clone(inc.Facts)
+		t.occurrences[inc.Fingerprint] = max(t.occurrences[inc.Fingerprint], inc.Occurrence)
+		if !inc.ResolvedAt.IsZero() {
+			t.retire(&inc)
+			continue
+		}
+		t.open[inc.Fingerprint] = &inc
+		for _, m := range inc.Members {
+			t.index(m, inc.Fingerprint)
+		}
+		if !inc.HeldUntil.IsZero() {
+			t.held[inc.Fingerprint] = true
+		}
+		if inc.MutedBy != "" {
+			t.muted[inc.Fingerprint] = true
+		}
+	}
+}
