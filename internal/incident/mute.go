@@ -171,25 +171,21 @@ func (m Mute) String() string {
 // MutedBy counts the open incidents held back now, by what mutes them
 // (Mute.By).
 func (t *Tracker) MutedBy() map[string]int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := map[string]int{}
-	for fp := range t.muted {
-		if inc := t.open[fp]; inc != nil {
-			out[inc.MutedBy]++
-		}
-	}
-	return out
+	return t.countMuted(func(inc *Incident) string { return inc.MutedBy })
 }
 
 // MutedByRule counts the open incidents held back now, by rule.
 func (t *Tracker) MutedByRule() map[string]int {
+	return t.countMuted(func(inc *Incident) string { return inc.Rule })
+}
+
+func (t *Tracker) countMuted(by func(*Incident) string) map[string]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := map[string]int{}
 	for fp := range t.muted {
 		if inc := t.open[fp]; inc != nil {
-			out[inc.Rule]++
+			out[by(inc)]++
 		}
 	}
 	return out
