@@ -28,7 +28,7 @@ func silenceConfig(url string) string {
 incidents: {resolveHoldDown: 0s, updateInterval: 0s}
 rules:
   - {name: crash, kind: Pod, detector: crashloop, groupBy: workload, sinks: [hook]}
-  - {name: node-down, kind: Node, detector: node-not-ready, sinks: [hook]}
+  - {name: node-down, kind: Node, detector: node-not-ready, updateInterval: 5s, sinks: [hook]}
   - {name: rollout, kind: Deployment, detector: rollout-stuck, sinks: [hook]}
 sinks:
   - {name: hook, webhook: {url: %s/herald}}
@@ -257,7 +257,8 @@ func setRolloutStuck(t *testing.T, client kubernetes.Interface, ns, name string)
 }
 
 // inhibition: a NotReady node with 12 crash-looping pods on it is one
-// alert, the node's; when the node recovers while the pods still crash,
+// alert, the node's (updated to say it explains 12); when the node
+// recovers while the pods still crash,
 // their incidents go out then. A stuck rollout and its pods' crash loop
 // are one alert, whichever comes first.
 func (m *mutingHarness) inhibition(t *testing.T) {
@@ -271,15 +272,18 @@ func (m *mutingHarness) inhibition(t *testing.T) {
 		setStatusIn(t, client, "team-e", pods[0], crashLooping, 3)
 	}
 	m.sentinel(t)
-	if sent := got.matching(onNode); len(sent) != 1 {
-		t.Fatalf("node NotReady with 12 crash-looping pods: %d notifications, want the node's only: %s", len(sent), got)
+	// One alert, the node's: its firing, then (paced) an update that
+	// says how many pods' incidents it explains.
+	sent := got.await(t, 2, 20*time.Second, onNode)
+	if len(sent) != 2 || sent[1].p.Object.Kind != "Node" || sent[1].p.Transition != "updated" || sent[1].p.Change != "explains 0 → 12 other incidents (muted while it is open)" {
+		t.Fatalf("node NotReady with 12 crash-looping pods: %s; want the node's firing and one update saying it explains 12", got)
 	}
 	if muted := metricValue(t, m.metrics, `herald_incidents_muted{rule="crash"}`); muted < 12 {
 		t.Errorf("herald_incidents_muted{rule=crash} = %v, want at least the 12 inhibited", muted)
 	}
 	setNodeReady(t, client, "node-1", true)
-	got.await(t, 1+1+12, 15*time.Second, onNode) // the node's resolved, then the pods' firings
-	for _, x := range got.matching(onNode)[1:] {
+	got.await(t, 2+1+12, 15*time.Second, onNode) // the node's resolved, then the pods' firings
+	for _, x := range got.matching(onNode)[2:] {
 		if x.p.Object.Kind == "Node" && x.p.Transition != "resolved" || x.p.Object.Kind != "Node" && x.p.Transition != "firing" {
 			t.Errorf("after the node recovered: %s %s/%s", x.p.Transition, x.p.Object.Namespace, x.p.Object.Name)
 		}

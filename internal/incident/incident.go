@@ -87,6 +87,14 @@ type Incident struct {
 	// sends what is owed when the mute ends (mute.go).
 	MutedBy    string    `json:"mutedBy,omitempty"`
 	MutedUntil time.Time `json:"mutedUntil,omitzero"`
+	// MutedBySource is the fingerprint of the incident that inhibits
+	// this one (empty: not inhibited).
+	MutedBySource string `json:"mutedSrc,omitempty"`
+	// Covers is how many open incidents this one inhibits now, and
+	// NotifiedCovers how many its last notification said: a node's
+	// message says how many pods' incidents it explains.
+	Covers         int `json:"covers,omitempty"`
+	NotifiedCovers int `json:"nCovers,omitempty"`
 	// Starts are when this problem's recent occurrences began, this one
 	// included, within the flapping window (flapping.go).
 	Starts []time.Time `json:"starts,omitempty"`

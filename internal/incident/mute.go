@@ -31,6 +31,9 @@ type Mute struct {
 	// Until is when it ends (zero: not known in advance, as for an
 	// inhibition that lasts while its source incident is open).
 	Until time.Time
+	// Source is the fingerprint of the inhibiting incident (inhibitions
+	// only): it is told how many incidents it explains.
+	Source string
 }
 
 // Muter says whether an incident is muted now. open lists the open
@@ -80,20 +83,54 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change str
 // mute records m on inc. A held update is dropped: what changed is owed
 // when the mute ends, and said then in one update.
 func (t *Tracker) mute(inc *Incident, m Mute) {
-	if inc.MutedBy != m.By || !inc.MutedUntil.Equal(m.Until) || !inc.HeldUntil.IsZero() {
-		inc.MutedBy, inc.MutedUntil, inc.HeldUntil = m.By, m.Until, time.Time{}
+	if inc.MutedBy != m.By || !inc.MutedUntil.Equal(m.Until) || !inc.HeldUntil.IsZero() || inc.MutedBySource != m.Source {
+		prev := inc.MutedBySource
+		inc.MutedBy, inc.MutedUntil, inc.HeldUntil, inc.MutedBySource = m.By, m.Until, time.Time{}, m.Source
 		t.touch(inc)
+		t.muted[inc.Fingerprint] = true
+		t.recount(prev)
+		t.recount(m.Source)
 	}
 	delete(t.held, inc.Fingerprint)
 	t.muted[inc.Fingerprint] = true
 }
 
 func (t *Tracker) unmute(inc *Incident) {
-	if inc.MutedBy != "" {
-		inc.MutedBy, inc.MutedUntil = "", time.Time{}
-		t.touch(inc)
-	}
 	delete(t.muted, inc.Fingerprint)
+	if inc.MutedBy != "" {
+		prev := inc.MutedBySource
+		inc.MutedBy, inc.MutedUntil, inc.MutedBySource = "", time.Time{}, ""
+		t.touch(inc)
+		t.recount(prev)
+	}
+}
+
+// recount sets how many incidents the inhibiting incident fp explains,
+// and holds an update of it (gathered, paced) when that number grew: its
+// message then says how many it covers. Fewer (they resolved, or it did)
+// is not news worth a message.
+func (t *Tracker) recount(fp string) {
+	src := t.open[fp]
+	if fp == "" || src == nil {
+		return
+	}
+	n := 0
+	for m := range t.muted {
+		if inc := t.open[m]; inc != nil && inc.MutedBySource == fp {
+			n++
+		}
+	}
+	if n == src.Covers {
+		return
+	}
+	grew := n > src.Covers
+	src.Covers = n
+	t.touch(src)
+	if grew && src.Seq > 0 && src.MutedBy == "" && src.HeldUntil.IsZero() {
+		now := t.opts.Now()
+		src.HeldUntil = later(src.LastNotified.Add(src.updateEvery), now.Add(gather))
+		t.held[fp] = true
+	}
 }
 
 // ReleaseMuted asks again about every muted incident and, for those no

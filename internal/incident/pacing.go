@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -89,6 +90,9 @@ func (t *Tracker) NextHeld() time.Time {
 // said in a way worth an update (the hold was made for such a change;
 // this checks it still holds).
 func material(inc *Incident) bool {
+	if inc.Covers != inc.NotifiedCovers {
+		return true
+	}
 	if inc.Grouped {
 		return len(inc.Members) != inc.NotifiedMembers
 	}
@@ -97,10 +101,17 @@ func material(inc *Incident) bool {
 
 // change says what an update changes since the last notification.
 func change(inc *Incident) string {
-	if inc.Grouped {
-		return fmt.Sprintf("%d → %d of %d pods", inc.NotifiedMembers, len(inc.Members), inc.Total)
+	var parts []string
+	switch {
+	case inc.Grouped && len(inc.Members) != inc.NotifiedMembers:
+		parts = append(parts, fmt.Sprintf("%d → %d of %d pods", inc.NotifiedMembers, len(inc.Members), inc.Total))
+	case !inc.Grouped && restarts(inc.Facts) != inc.NotifiedRestarts:
+		parts = append(parts, fmt.Sprintf("restarts %d → %d", inc.NotifiedRestarts, restarts(inc.Facts)))
 	}
-	return fmt.Sprintf("restarts %d → %d", inc.NotifiedRestarts, restarts(inc.Facts))
+	if inc.Covers != inc.NotifiedCovers {
+		parts = append(parts, fmt.Sprintf("explains %d → %d other incidents (muted while it is open)", inc.NotifiedCovers, inc.Covers))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func later(a, b time.Time) time.Time {

@@ -351,6 +351,7 @@ func (t *Tracker) record(inc *Incident, tr Transition, now time.Time, change str
 	inc.LastNotified, inc.LastTransition = now, tr
 	inc.NotifiedMembers = len(inc.Members)
 	inc.NotifiedRestarts = restarts(inc.Facts)
+	inc.NotifiedCovers = inc.Covers
 	if inc.Grouped && tr != Resolved { // resolved: the title says what it was
 		inc.Title = groupTitle(inc)
 	}

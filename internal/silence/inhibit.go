@@ -109,7 +109,8 @@ func inhibited(inhibitions []Inhibition, inc *incident.Incident, open iter.Seq[*
 			}
 		}
 		if covered && by != nil {
-			return incident.Mute{By: incident.InhibitedBy + by.Reason + " on " + by.Object.Kind + " " + strings.TrimPrefix(by.Object.Namespace+"/"+by.Object.Name, "/")}, true
+			return incident.Mute{By: incident.InhibitedBy + by.Reason + " on " + by.Object.Kind + " " + strings.TrimPrefix(by.Object.Namespace+"/"+by.Object.Name, "/"),
+				Source: by.Fingerprint}, true
 		}
 	}
 	return incident.Mute{}, false
