@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/rules"
@@ -164,6 +166,23 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 	muted(inShop("api-0"), "")
 	muted(inShop("api-1"), "annotation herald.io/silence-until on Pod/shop/api-1")
 	muted(inShop("api-2"), "") // unreadable: logged once, ignored
+
+	// On the workload: a Deployment's annotation mutes its pods.
+	labels := map[string]string{"app": "web"}
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop",
+		Annotations: map[string]string{Annotation: now.Add(time.Hour).UTC().Format(time.RFC3339)}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:1"}}}}}}
+	if _, err := client.AppsV1().Deployments("shop").Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	webPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-5d8f-0", Namespace: "shop", Labels: map[string]string{"app": "web", "pod-template-hash": "5d8f"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f", UID: "rs-web", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:1"}}}}
+	if _, err := client.CoreV1().Pods("shop").Create(ctx, webPod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	muted(inShop("web-5d8f-0"), "annotation herald.io/silence-until on Deployment/shop/web")
 
 	create("other", "not-yours", map[string]any{"name": "api-*"}, now.Add(time.Hour))
 	create("shop", "expired", map[string]any{"name": "api-*"}, now.Add(-time.Minute))
