@@ -94,6 +94,19 @@ type Watcher struct {
 	// nil: every object is cached whole.
 	compact func(kind string) bool
 	intern  *interner
+	// handlersSynced are event handlers (outside the watcher) whose
+	// state must be complete before herald reconciles: the silences.
+	handlersSynced []cache.InformerSynced
+}
+
+// WaitAlsoFor makes WaitForCacheSync and Synced wait for synced too: an
+// event handler registration's HasSynced, when what the handler builds
+// must be complete before the first reconcile (the silences, or muted
+// incidents would be announced at start).
+func (w *Watcher) WaitAlsoFor(synced cache.InformerSynced) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.handlersSynced = append(w.handlersSynced, synced)
 }
 
 // ErrNotSynced is returned for lookups in a cache that has not listed
@@ -263,6 +276,7 @@ func (w *Watcher) WaitForCacheSync(ctx context.Context) error {
 	for _, kw := range w.kinds {
 		synced = append(synced, kw.inf.HasSynced)
 	}
+	synced = append(synced, w.handlersSynced...)
 	w.mu.Unlock()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
@@ -329,6 +343,11 @@ func (w *Watcher) Synced() bool {
 	defer w.mu.Unlock()
 	for _, kw := range w.kinds {
 		if !kw.inf.HasSynced() {
+			return false
+		}
+	}
+	for _, synced := range w.handlersSynced {
+		if !synced() {
 			return false
 		}
 	}

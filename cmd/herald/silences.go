@@ -22,13 +22,22 @@ func watchSilences(ctx context.Context, client kubernetes.Interface, w *watcher.
 		}
 		if !ok {
 			logger.Warn("herald may not " + verb + " silences.herald.io in all namespaces: Silence resources are off (the chart's ClusterRole grants it); herald.io/silence-until annotations still mute")
-			return m.Watch(w, nil)
+			_, err := m.Watch(w, nil)
+			return err
 		}
 	}
 	inf, err := w.Informer(silence.Kind)
 	if err != nil {
 		logger.Warn("Silence resources are off: the CRD silences.herald.io is not served (the chart's crds/ installs it; restart herald after installing it); herald.io/silence-until annotations still mute", "error", err)
-		return m.Watch(w, nil)
+		_, err := m.Watch(w, nil)
+		return err
 	}
-	return m.Watch(w, inf)
+	// Every silence is known before the first reconcile, or what they
+	// mute would be announced at start.
+	synced, err := m.Watch(w, inf)
+	if err != nil {
+		return err
+	}
+	w.WaitAlsoFor(synced)
+	return nil
 }

@@ -19,6 +19,10 @@ import (
 // resolved, so that no message is left saying "firing" about a problem
 // that is over.
 
+// muteRecheck is how often every muted incident is asked about again,
+// for mutes whose end no event announces (an annotation removed).
+const muteRecheck = 10 * time.Second
+
 // InhibitedBy begins the Mute.By of an incident an inhibition mutes.
 const InhibitedBy = "inhibited by "
 
@@ -143,11 +147,32 @@ func (t *Tracker) recount(fp string) {
 func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	notes := t.noteSilenced(now)
+	changed := false
+	if t.opts.MuteVersion != nil {
+		v := t.opts.MuteVersion(now)
+		changed, t.muteVersion = v != t.muteVersion, v
+	}
+	var notes []Notification
+	if changed {
+		notes = t.noteSilenced(now)
+	}
+	// Asking the Muter costs cache lookups per incident: each tick asks
+	// only about mutes that may have ended (their time passed, their
+	// source is gone, the silences changed); all of them every
+	// muteRecheck, for what no event announces (an annotation removed).
+	full := changed || now.Sub(t.mutesChecked) >= muteRecheck
+	if full {
+		t.mutesChecked = now
+	}
 	for _, fp := range slices.Sorted(maps.Keys(t.muted)) {
 		inc := t.open[fp]
 		if inc == nil {
 			delete(t.muted, fp)
+			continue
+		}
+		ended := !inc.MutedUntil.IsZero() && !now.Before(inc.MutedUntil)
+		sourceGone := inc.MutedBySource != "" && t.open[inc.MutedBySource] == nil
+		if !full && !ended && !sourceGone {
 			continue
 		}
 		if t.opts.Muter != nil {
@@ -168,19 +193,14 @@ func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 }
 
 // noteSilenced makes a Silenced notification for each announced, open,
-// unmuted incident that a silence, annotation or window now mutes; only
-// when MuteVersion moved, so the incidents are not asked every tick.
+// unmuted incident that a silence, annotation or window now mutes; called
+// only when MuteVersion moved, so the incidents are not asked every tick.
 // Inhibitions say nothing here: they mute what their source explains,
 // and the source's own message is the news.
 func (t *Tracker) noteSilenced(now time.Time) []Notification {
-	if t.opts.Muter == nil || t.opts.MuteVersion == nil {
+	if t.opts.Muter == nil {
 		return nil
 	}
-	v := t.opts.MuteVersion(now)
-	if v == t.muteVersion {
-		return nil
-	}
-	t.muteVersion = v
 	var notes []Notification
 	for _, fp := range slices.Sorted(maps.Keys(t.open)) {
 		inc := t.open[fp]

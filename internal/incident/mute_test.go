@@ -1,6 +1,7 @@
 package incident
 
 import (
+	"fmt"
 	"iter"
 	"testing"
 	"time"
@@ -140,5 +141,49 @@ func TestSilenceCoversAnnouncedIncident(t *testing.T) {
 	}
 	if notes := tr.ReleaseMuted(muter.until); transitions(notes) != "updated " || notes[0].Change != "restarts 1 → 30" {
 		t.Errorf("at the end: %q, want one update of what changed", transitions(notes))
+	}
+}
+
+// countingMuter mutes until a time and counts how often it is asked.
+type countingMuter struct {
+	untilMuter
+	asked int
+}
+
+func (m *countingMuter) Mute(inc *Incident, open iter.Seq[*Incident], now time.Time) (Mute, bool) {
+	m.asked++
+	return m.untilMuter.Mute(inc, open, now)
+}
+
+// TestReleaseMutedAsksOnlyWhatMayHaveEnded: asking the Muter costs cache
+// lookups, so the periodic release asks about a muted incident only when
+// its mute may have ended (its time passed), and about all of them every
+// muteRecheck; the end is still acted on at the first tick after it.
+func TestReleaseMutedAsksOnlyWhatMayHaveEnded(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	muter := &countingMuter{untilMuter: untilMuter{until: clock.t.Add(time.Minute)}}
+	tr := NewTracker(Options{Now: clock.now, Muter: muter})
+	for i := range 100 {
+		tr.Reconcile(fmt.Sprintf("Pod/shop/api-%d", i), []rules.Finding{podFinding(fmt.Sprintf("api-%d", i), 1)})
+	}
+	tr.ReleaseMuted(clock.t) // the first pass asks about all
+	muter.asked = 0
+	for range 19 { // 9.5 s of ticks
+		clock.t = clock.t.Add(500 * time.Millisecond)
+		if notes := tr.ReleaseMuted(clock.t); len(notes) != 0 {
+			t.Fatalf("released early: %q", transitions(notes))
+		}
+	}
+	if muter.asked != 0 {
+		t.Errorf("asked %d times within %s of the last full pass, want 0", muter.asked, muteRecheck)
+	}
+	clock.t = clock.t.Add(500 * time.Millisecond)
+	tr.ReleaseMuted(clock.t)
+	if muter.asked != 100 {
+		t.Errorf("asked %d times at the %s recheck, want 100", muter.asked, muteRecheck)
+	}
+	clock.t = muter.until
+	if notes := tr.ReleaseMuted(clock.t); len(notes) != 100 {
+		t.Errorf("at the mute's end: %d firings, want 100", len(notes))
 	}
 }

@@ -66,8 +66,9 @@ type Tracker struct {
 	// version counts changes worth persisting.
 	version uint64
 	// muteVersion is the MuteVersion announced incidents were last
-	// checked at.
-	muteVersion uint64
+	// checked at, mutesChecked when every muted incident last was.
+	muteVersion  uint64
+	mutesChecked time.Time
 }
 
 // NewTracker makes an empty tracker.

@@ -119,9 +119,11 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 		t.Fatal(err)
 	}
 	m := NewMuter("herald", logger)
-	if err := m.Watch(w, inf); err != nil {
+	synced, err := m.Watch(w, inf)
+	if err != nil {
 		t.Fatal(err)
 	}
+	w.WaitAlsoFor(synced)
 	w.Start(ctx)
 	defer w.Shutdown()
 	if err := w.WaitForCacheSync(ctx); err != nil {

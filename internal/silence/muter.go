@@ -62,8 +62,9 @@ func NewMuter(namespace string, logger *slog.Logger) *Muter {
 // Watch makes m read objects (their labels, workloads and annotations)
 // from objects, and keeps its silences in step with an informer on
 // Silence resources (nil: none are served; annotations still mute).
-// Call it before the informers start.
-func (m *Muter) Watch(objects Objects, inf cache.SharedIndexInformer) error {
+// Call it before the informers start; synced says when m holds every
+// silence the informer listed.
+func (m *Muter) Watch(objects Objects, inf cache.SharedIndexInformer) (synced cache.InformerSynced, err error) {
 	if objects == nil {
 		objects = noObjects{}
 	}
@@ -71,14 +72,17 @@ func (m *Muter) Watch(objects Objects, inf cache.SharedIndexInformer) error {
 	m.objects = objects
 	m.mu.Unlock()
 	if inf == nil {
-		return nil
+		return func() bool { return true }, nil
 	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.put,
 		UpdateFunc: func(_, obj any) { m.put(obj) },
 		DeleteFunc: m.remove,
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return reg.HasSynced, nil
 }
 
 func (m *Muter) put(obj any) {
@@ -92,9 +96,14 @@ func (m *Muter) put(obj any) {
 		m.remove(obj)
 		return
 	}
+	key := s.Namespace + "/" + s.Name
 	m.mu.Lock()
-	m.silences[s.Namespace+"/"+s.Name] = s
-	m.generation++
+	// Only a new spec can mute something new: herald's own status
+	// writes (metadata.generation stays) must not set off a rescan.
+	if old, ok := m.silences[key]; !ok || old.generation != s.generation {
+		m.generation++
+	}
+	m.silences[key] = s
 	m.mu.Unlock()
 }
 

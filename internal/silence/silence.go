@@ -38,7 +38,8 @@ type Silence struct {
 	// Status is what herald last wrote on it.
 	Status Status
 
-	selector labels.Selector // Matchers.LabelSelector compiled
+	selector   labels.Selector // Matchers.LabelSelector compiled
+	generation int64           // metadata.generation: moves with the spec only
 }
 
 // Matchers select the incidents a Silence mutes: every one given must
@@ -95,7 +96,7 @@ type spec struct {
 // Parse reads a Silence resource. The API server has validated it
 // against the CRD; Parse still refuses what it cannot use, saying what.
 func Parse(u *unstructured.Unstructured) (Silence, error) {
-	s := Silence{Namespace: u.GetNamespace(), Name: u.GetName()}
+	s := Silence{Namespace: u.GetNamespace(), Name: u.GetName(), generation: u.GetGeneration()}
 	raw, _, _ := unstructured.NestedMap(u.Object, "spec")
 	var sp spec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &sp); err != nil {
