@@ -22,7 +22,9 @@ func TestScheduleOpen(t *testing.T) {
 			t.Fatalf("%+v: %v", s, errs)
 		}
 	}
-	at := func(loc *time.Location, y int, m time.Month, d, h, min int) time.Time { return time.Date(y, m, d, h, min, 0, 0, loc) }
+	at := func(loc *time.Location, y int, m time.Month, d, h, min int) time.Time {
+		return time.Date(y, m, d, h, min, 0, 0, loc)
+	}
 	cases := []struct {
 		name  string
 		s     *Schedule

@@ -307,36 +307,6 @@ func (w *Watcher) informer(kind string) (cache.SharedIndexInformer, bool) {
 	return kw.inf, true
 }
 
-// NamespaceLabels returns the labels of a cached namespace; it needs the
-// Namespace informer (Informer("Namespace")).
-func (w *Watcher) NamespaceLabels(name string) (map[string]string, bool) {
-	m := w.namespace(name)
-	if m == nil {
-		return nil, false
-	}
-	return m.GetLabels(), true
-}
-
-// NamespaceAnnotation returns one annotation of a cached namespace.
-func (w *Watcher) NamespaceAnnotation(name, key string) string {
-	if m := w.namespace(name); m != nil {
-		return m.GetAnnotations()[key]
-	}
-	return ""
-}
-
-func (w *Watcher) namespace(name string) metav1.Object {
-	obj, ok, err := w.Get(Key{Kind: "Namespace", Name: name})
-	if err != nil || !ok {
-		return nil
-	}
-	m, err := objectMeta(obj)
-	if err != nil {
-		return nil
-	}
-	return m
-}
-
 // Synced reports whether every informer has listed once (for readiness).
 func (w *Watcher) Synced() bool {
 	w.mu.Lock()
@@ -435,62 +405,4 @@ func (w *Watcher) Keys(kind string) ([]Key, error) {
 		}
 	}
 	return out, nil
-}
-
-// WorkloadIndex is the name of the pod cache index by owning workload.
-const WorkloadIndex = "workload"
-
-// Workload names the controller that owns a pod: a Deployment (through its
-// ReplicaSet, whose name is the Deployment's plus the pod-template-hash),
-// StatefulSet, DaemonSet, Job or bare ReplicaSet; a pod nobody owns is its
-// own workload. It reads only the pod, so it costs no API call.
-func Workload(obj metav1.Object) (kind, name string) {
-	for _, o := range obj.GetOwnerReferences() {
-		if o.Controller == nil || !*o.Controller {
-			continue
-		}
-		if o.Kind == "ReplicaSet" {
-			if hash := obj.GetLabels()["pod-template-hash"]; hash != "" && strings.HasSuffix(o.Name, "-"+hash) {
-				return "Deployment", strings.TrimSuffix(o.Name, "-"+hash)
-			}
-		}
-		return o.Kind, o.Name
-	}
-	return "Pod", obj.GetName()
-}
-
-// WorkloadKey is the index value of a pod's workload.
-func WorkloadKey(namespace, kind, name string) string {
-	return namespace + "/" + kind + "/" + name
-}
-
-// CountByWorkload counts the cached pods of a workload (0 without the
-// index: the pod informer gets it when some rule groups by workload).
-func (w *Watcher) CountByWorkload(namespace, kind, name string) int {
-	inf, ok := w.informer("Pod")
-	if !ok {
-		return 0
-	}
-	items, err := inf.GetIndexer().IndexKeys(WorkloadIndex, WorkloadKey(namespace, kind, name))
-	if err != nil {
-		return 0
-	}
-	return len(items)
-}
-
-// IndexPodsByWorkload adds the workload index to the pod informer; call
-// before Start.
-func (w *Watcher) IndexPodsByWorkload() error {
-	inf, err := w.Informer("Pod")
-	if err != nil {
-		return err
-	}
-	return inf.AddIndexers(cache.Indexers{WorkloadIndex: func(obj any) ([]string, error) {
-		m, err := objectMeta(obj)
-		if err != nil {
-			return nil, nil
-		}
-		kind, name := Workload(m)
-		return []string{WorkloadKey(m.GetNamespace(), kind, name)}, nil
-	}})
 }
