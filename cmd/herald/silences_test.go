@@ -146,11 +146,13 @@ func (m *mutingHarness) silences(t *testing.T) {
 	sentinel := func() { t.Helper(); m.sentinel(t) }
 	before := len(got.matching(inNamespace("team-c")))
 
-	// A Deployment silenced for 12 s, still failing when it ends.
-	ends := time.Now().Add(12 * time.Second).Truncate(time.Second)
+	// A Deployment silenced for 20 s, still failing when it ends: time
+	// for the checks and a herald restart under the silence, even on a
+	// loaded machine (they take 3–5 s).
+	ends := time.Now().Add(20 * time.Second).Truncate(time.Second)
 	createSilence(t, dyn, "team-a", "deploy-api", map[string]any{"workload": "api"}, ends)
-	// Recovered before its silence (8 s) ends.
-	recoveredEnds := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	// Recovered before its silence (12 s) ends.
+	recoveredEnds := time.Now().Add(12 * time.Second).Truncate(time.Second)
 	createSilence(t, dyn, "team-a", "deploy-worker", map[string]any{"workload": "worker"}, recoveredEnds)
 	// Not yours: team-b's silence for everything cannot mute team-c.
 	createSilence(t, dyn, "team-b", "everything", map[string]any{"name": "*"}, ends.Add(time.Hour))
