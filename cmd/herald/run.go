@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -103,7 +104,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 
 	// Namespaces always: a namespace's herald.io/silence-until annotation
 	// mutes it, besides rules that select namespaces and Slack routing.
-	kinds := append(ruleSet.Kinds(), "Namespace")
+	kinds := append(slices.DeleteFunc(ruleSet.Kinds(), func(k string) bool { return k == "Namespace" }), "Namespace")
 	if err := preflight(ctx, clients.Typed, kinds, *namespace, *leaderElect, !*noPersist, logger); err != nil {
 		logger.Error("cannot start", "error", err)
 		return 1

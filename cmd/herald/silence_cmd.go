@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -68,6 +67,20 @@ func newSilenceClients(kubeconfig string) (silenceClients, error) {
 	return silenceClients{dyn: dyn, typed: typed}, nil
 }
 
+// crdMissing says the API server does not serve silences at all: a 404
+// that names no object (a missing Silence names itself).
+func crdMissing(err error) bool {
+	if meta.IsNoMatchError(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || d.Name == ""
+}
+
 // explain turns the API's answer into what to do about it.
 func explain(err error, verb, namespace string) error {
 	where := "in namespace " + namespace
@@ -75,7 +88,7 @@ func explain(err error, verb, namespace string) error {
 		where = "in any namespace"
 	}
 	switch {
-	case meta.IsNoMatchError(err), apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource"):
+	case crdMissing(err):
 		return errors.New("the Silence resource (silences.herald.io) is not installed in this cluster: install herald's Helm chart, or kubectl apply -f charts/herald/crds/")
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("you may not %s silences %s (%v); ask for the edit role there (herald's chart adds silences to view, edit and admin)", verb, where, apierrors.ReasonForError(err))
@@ -160,7 +173,7 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	if *createdBy != "" {
 		spec["createdBy"] = *createdBy
 	}
-	matchers, err := toUnstructured(m)
+	matchers, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "herald silence create:", err)
 		return 1
@@ -188,10 +201,6 @@ func whoAmI(ctx context.Context, client kubernetes.Interface) string {
 		return os.Getenv("USER")
 	}
 	return r.Status.UserInfo.Username
-}
-
-func toUnstructured(m silence.Matchers) (map[string]any, error) {
-	return runtime.DefaultUnstructuredConverter.ToUnstructured(&m)
 }
 
 func (c cli) silenceList(ctx context.Context, args []string) int {
@@ -251,7 +260,7 @@ func (c cli) silenceExpire(ctx context.Context, args []string) int {
 	res := clients.dyn.Resource(silence.Resource).Namespace(*namespace)
 	obj, err := res.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		if apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "the server could not find the requested resource") {
+		if apierrors.IsNotFound(err) && !crdMissing(err) {
 			fmt.Fprintf(c.stderr, "herald silence expire: no silence %s in namespace %s (herald silence list shows them)\n", name, *namespace)
 			return 1
 		}

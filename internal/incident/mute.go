@@ -4,7 +4,6 @@ import (
 	"iter"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -208,7 +207,7 @@ func (t *Tracker) noteSilenced(now time.Time) []Notification {
 			continue
 		}
 		m, ok := t.opts.Muter.Mute(inc, t.openIncidents, now)
-		if !ok || strings.HasPrefix(m.By, InhibitedBy) {
+		if !ok || m.Source != "" {
 			continue
 		}
 		t.mute(inc, m)

@@ -5,9 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/watcher"
@@ -66,10 +63,19 @@ func matches(m config.IncidentMatcher, inc *incident.Incident) bool {
 		(m.Severity == "" || m.Severity == inc.Severity) && (m.Kind == "" || m.Kind == kindOf(inc))
 }
 
-// inhibited says whether one of the inhibitions mutes inc, given the open
-// incidents, and by which source.
-func inhibited(inhibitions []Inhibition, inc *incident.Incident, open iter.Seq[*incident.Incident], objects Objects) (incident.Mute, bool) {
-	var target map[string][]string // computed once, when some source is open
+// inhibited says whether one of the inhibitions mutes inc (whose objects
+// described holds), given the open incidents, and by which source.
+func inhibited(inhibitions []Inhibition, inc *incident.Incident, described []Object, open iter.Seq[*incident.Incident], objects Objects) (incident.Mute, bool) {
+	target := equalValues(inc.Object.Namespace, described)
+	sourceValues := map[*incident.Incident]map[string][]string{} // each source described once
+	valuesOf := func(src *incident.Incident) map[string][]string {
+		if v, ok := sourceValues[src]; ok {
+			return v
+		}
+		objs, _ := describe(src, objects)
+		sourceValues[src] = equalValues(src.Object.Namespace, objs)
+		return sourceValues[src]
+	}
 	for _, in := range inhibitions {
 		if !matches(in.Target, inc) {
 			continue
@@ -78,27 +84,21 @@ func inhibited(inhibitions []Inhibition, inc *incident.Incident, open iter.Seq[*
 		for src := range open {
 			// An inhibited incident inhibits nothing: two that would
 			// mute each other leave the first one heard.
-			if src != inc && !strings.HasPrefix(src.MutedBy, incident.InhibitedBy) && matches(in.Source, src) {
+			if src != inc && src.MutedBySource == "" && matches(in.Source, src) {
 				sources = append(sources, src)
 			}
 		}
-		if len(sources) == 0 {
-			continue
-		}
-		if target == nil {
-			target = equalValues(inc, objects)
-		}
 		// Every value the target has must be one an open source has: a
 		// workload with pods on two nodes is muted only if both are down.
-		covered := true
+		covered := len(sources) > 0
 		var by *incident.Incident
 		for _, field := range in.Equal {
-			if len(target[field]) == 0 {
+			if !covered || len(target[field]) == 0 {
 				covered = false
 				break
 			}
 			for _, v := range target[field] {
-				i := slices.IndexFunc(sources, func(src *incident.Incident) bool { return slices.Contains(equalValues(src, objects)[field], v) })
+				i := slices.IndexFunc(sources, func(src *incident.Incident) bool { return slices.Contains(valuesOf(src)[field], v) })
 				if i < 0 {
 					covered = false
 					break
@@ -116,40 +116,24 @@ func inhibited(inhibitions []Inhibition, inc *incident.Incident, open iter.Seq[*
 	return incident.Mute{}, false
 }
 
-// equalValues are an incident's values of the fields inhibitions compare:
-// node, workload and namespace, from its object and affected objects.
-func equalValues(inc *incident.Incident, objects Objects) map[string][]string {
+// equalValues are the values of the fields inhibitions compare — node,
+// workload (namespace/Kind/name) and namespace — of an incident in
+// namespace ns about objs.
+func equalValues(ns string, objs []Object) map[string][]string {
 	out := map[string][]string{}
 	add := func(field, v string) {
 		if v != "" && !slices.Contains(out[field], v) {
 			out[field] = append(out[field], v)
 		}
 	}
-	add("namespace", inc.Object.Namespace)
-	keys := []watcher.Key{{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name}}
-	for _, m := range inc.Members {
-		if k, ok := watcher.ParseKey(m); ok && k != keys[0] {
-			keys = append(keys, k)
+	add("namespace", ns)
+	for _, o := range objs {
+		if o.Kind == "Node" {
+			add("node", o.Name)
 		}
-	}
-	for _, k := range keys {
-		switch k.Kind {
-		case "Node":
-			add("node", k.Name)
-		case "Deployment", "StatefulSet", "DaemonSet", "Job":
-			add("workload", k.Namespace+"/"+k.Kind+"/"+k.Name)
-		case "Pod":
-			obj, ok, err := objects.Get(k)
-			if err != nil || !ok {
-				continue
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				add("node", pod.Spec.NodeName)
-			}
-			if meta, ok := obj.(metav1.Object); ok {
-				kind, name := watcher.Workload(meta)
-				add("workload", k.Namespace+"/"+kind+"/"+name)
-			}
+		add("node", o.Node)
+		if o.Workload != "" {
+			add("workload", ns+"/"+o.Workload)
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -177,7 +178,8 @@ func (m *Muter) Mute(inc *incident.Incident, open iter.Seq[*incident.Incident], 
 			best = incident.Mute{By: "maintenance window of rule " + inc.Rule, Until: until}
 		}
 	}
-	subj, annotated := subject(inc, objects)
+	described, annotated := describe(inc, objects)
+	subj := Subject{Rule: inc.Rule, Reason: inc.Reason, Severity: inc.Severity, Namespace: inc.Object.Namespace, Objects: described}
 	m.mu.Lock()
 	for _, s := range m.silences {
 		if s.State(now) != "active" || !s.Matches(subj, s.Namespace == m.namespace) {
@@ -197,7 +199,7 @@ func (m *Muter) Mute(inc *incident.Incident, open iter.Seq[*incident.Incident], 
 	if best.By != "" {
 		return best, true
 	}
-	return inhibited(inhibitions, inc, open, objects)
+	return inhibited(inhibitions, inc, described, open, objects)
 }
 
 // annotated is one silence-until annotation found on an object.
@@ -219,35 +221,42 @@ func (m *Muter) until(a annotated) (time.Time, bool) {
 	return t, true
 }
 
-// subject describes inc for matching, from the cache: its object, the
-// affected pods of a grouped incident, their workloads and labels, and
-// the silence-until annotations on any of them or their namespace.
-func subject(inc *incident.Incident, objects Objects) (Subject, []annotated) {
-	subj := Subject{Rule: inc.Rule, Reason: inc.Reason, Severity: inc.Severity, Namespace: inc.Object.Namespace}
+// workloadKinds are the kinds that own pods and are a workload themselves.
+var workloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "Job": true}
+
+// describe reads from the cache what silences and inhibitions match on:
+// inc's object and the affected pods of a grouped incident, their
+// workloads, labels and nodes, and the silence-until annotations on any
+// of them, their workloads or their namespace. Done once per question.
+func describe(inc *incident.Incident, objects Objects) ([]Object, []annotated) {
+	var objs []Object
 	var found []annotated
 	seen := map[watcher.Key]bool{}
+	annotation := func(key watcher.Key, meta metav1.Object) {
+		if v := meta.GetAnnotations()[Annotation]; v != "" {
+			found = append(found, annotated{on: key.String(), value: v})
+		}
+	}
 	look := func(key watcher.Key) {
 		if seen[key] {
 			return
 		}
 		seen[key] = true
 		o := Object{Kind: key.Kind, Name: key.Name}
-		if key.Kind == "Deployment" || key.Kind == "StatefulSet" || key.Kind == "DaemonSet" || key.Kind == "Job" {
+		if workloadKinds[key.Kind] {
 			o.Workload = key.Kind + "/" + key.Name
 		}
 		if obj, ok, err := objects.Get(key); err == nil && ok {
 			if meta, ok := obj.(metav1.Object); ok {
 				o.Labels = meta.GetLabels()
-				if v := meta.GetAnnotations()[Annotation]; v != "" {
-					found = append(found, annotated{on: key.String(), value: v})
-				}
-				if key.Kind == "Pod" {
-					kind, name := watcher.Workload(meta)
-					o.Workload = kind + "/" + name
-				}
+				annotation(key, meta)
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				kind, name := watcher.Workload(pod)
+				o.Workload, o.Node = kind+"/"+name, pod.Spec.NodeName
 			}
 		}
-		subj.Objects = append(subj.Objects, o)
+		objs = append(objs, o)
 	}
 	look(watcher.Key{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name})
 	for _, member := range inc.Members {
@@ -256,17 +265,16 @@ func subject(inc *incident.Incident, objects Objects) (Subject, []annotated) {
 		}
 	}
 	// The workloads' own annotations (when herald caches that kind).
-	for _, o := range slices.Clone(subj.Objects) {
-		if kind, name, ok := strings.Cut(o.Workload, "/"); ok {
-			key := watcher.Key{Kind: kind, Namespace: inc.Object.Namespace, Name: name}
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			if obj, ok, err := objects.Get(key); err == nil && ok {
-				if meta, ok := obj.(metav1.Object); ok && meta.GetAnnotations()[Annotation] != "" {
-					found = append(found, annotated{on: key.String(), value: meta.GetAnnotations()[Annotation]})
-				}
+	for _, o := range slices.Clone(objs) {
+		kind, name, ok := strings.Cut(o.Workload, "/")
+		key := watcher.Key{Kind: kind, Namespace: inc.Object.Namespace, Name: name}
+		if !ok || seen[key] {
+			continue
+		}
+		seen[key] = true
+		if obj, ok, err := objects.Get(key); err == nil && ok {
+			if meta, ok := obj.(metav1.Object); ok {
+				annotation(key, meta)
 			}
 		}
 	}
@@ -275,5 +283,5 @@ func subject(inc *incident.Incident, objects Objects) (Subject, []annotated) {
 			found = append(found, annotated{on: "Namespace/" + ns, value: v})
 		}
 	}
-	return subj, found
+	return objs, found
 }

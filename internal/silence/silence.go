@@ -159,6 +159,7 @@ type Object struct {
 	Kind, Name string
 	Workload   string // "Deployment/api" ("" unknown)
 	Labels     map[string]string
+	Node       string // a pod's node
 }
 
 // Matches reports whether s mutes an incident about subj. clusterWide

@@ -1,0 +1,114 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+// Rules changed at run time (a configuration reload): informers made or
+// stopped, the Namespace cache kept while something needs it, and kinds
+// whose CRD was missing retried.
+
+// Reload puts a new rule set in force without a restart: kinds new to it
+// get informers (started at once), kinds no rule needs any more are
+// stopped, incidents of removed rules are dropped silently, and every
+// object of the watched kinds is queued so the new rules see what exists.
+func (c *Controller) Reload(set *rules.Set) error {
+	old := c.rules.Load()
+	// A new rule that reads fields the compact pod cache dropped makes
+	// the pod informer list again, whole (below).
+	podsWhole := c.Watcher.Compacted("Pod") && set.NeedsWholeObject("Pod")
+	if set.GroupsByWorkload() && !old.GroupsByWorkload() && !podsWhole {
+		if err := c.Watcher.IndexPodsByWorkload(); err != nil {
+			return fmt.Errorf("indexing pods by workload needs a restart: %w", err)
+		}
+	}
+	if set.NeedsNamespaces() {
+		if _, err := c.Watcher.Informer("Namespace"); err != nil {
+			return err
+		}
+	}
+	// In force before any informer is made, so new informers cache what
+	// the new rules read.
+	c.rules.Store(set)
+	var added []string
+	for _, kind := range set.Kinds() {
+		isNew := !slices.Contains(old.Kinds(), kind)
+		if kind == "Pod" && podsWhole && !isNew {
+			// Workers wait for the new cache (ErrNotSynced).
+			c.Watcher.Remove(kind)
+			isNew = true
+		}
+		if isNew {
+			if err := c.watch(kind); err != nil {
+				c.rules.Store(old)
+				return fmt.Errorf("watching %s: %w", kind, err)
+			}
+			added = append(added, kind)
+		}
+	}
+	if podsWhole && set.GroupsByWorkload() {
+		// The new pod informer needs the index before it starts.
+		if err := c.Watcher.IndexPodsByWorkload(); err != nil {
+			return err
+		}
+	}
+	c.Watcher.StartAdded()
+	for _, kind := range old.Kinds() {
+		keepNamespaces := kind == "Namespace" && c.keepsNamespaces(set)
+		if !slices.Contains(set.Kinds(), kind) && !keepNamespaces {
+			c.Watcher.Remove(kind)
+		}
+	}
+	removed := map[string]bool{}
+	for _, name := range old.RuleNames() {
+		if !slices.Contains(set.RuleNames(), name) {
+			removed[name] = true
+		}
+	}
+	dropped := c.Incidents.DropRules(removed)
+	queued := 0
+	for _, kind := range set.Kinds() {
+		keys, err := c.Watcher.Keys(kind)
+		if err != nil {
+			continue // a kind added just now fills its queue as it lists
+		}
+		for _, k := range keys {
+			c.queue.Add(k)
+			queued++
+		}
+	}
+	c.Logger.Info("rules reloaded", "rules", len(set.RuleNames()), "kindsAdded", added, "rulesRemoved", len(removed), "incidentsDropped", dropped, "objectsQueued", queued)
+	return nil
+}
+
+// retryLateKinds tries the kinds that could not be watched at start every
+// interval until they all can.
+func (c *Controller) retryLateKinds(ctx context.Context, interval time.Duration) {
+	for len(c.lateKinds) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+		var still []string
+		for _, kind := range c.lateKinds {
+			if err := c.watch(kind); err != nil {
+				still = append(still, kind)
+				continue
+			}
+			c.Logger.Info("now watching kind", "kind", kind)
+		}
+		c.lateKinds = still
+		c.Watcher.Start(ctx)
+	}
+}
+
+// keepsNamespaces says whether the Namespace cache is needed under set.
+func (c *Controller) keepsNamespaces(set *rules.Set) bool {
+	return set.NeedsNamespaces() || c.RouteByNamespace || c.Namespaces
+}
