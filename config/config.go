@@ -150,6 +150,9 @@ type Rule struct {
 	Channel string `yaml:"channel"`
 	// Sinks the rule's notifications go to, by name.
 	Sinks []string `yaml:"sinks"`
+	// AlertLabels are added to this rule's alerts in Alertmanager (e.g.
+	// team: payments), for its routing tree.
+	AlertLabels map[string]string `yaml:"alertLabels"`
 	// Schedule holds the rule's notifications back during maintenance
 	// windows (config/schedule.go).
 	Schedule *Schedule `yaml:"schedule"`
@@ -329,6 +332,7 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Sinks {
 		s := &c.Sinks[i]
+		s.defaultDestinations()
 		if s.Webhook != nil && s.Webhook.Timeout == 0 {
 			s.Webhook.Timeout = DefaultWebhookTimeout
 		}

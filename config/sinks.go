@@ -11,6 +11,10 @@ type Sink struct {
 	Slack   *SlackSink   `yaml:"slack"`
 	NATS    *NATSSink    `yaml:"nats"`
 	Stdout  *StdoutSink  `yaml:"stdout"`
+	// The destinations of config/destinations.go.
+	Alertmanager *AlertmanagerSink `yaml:"alertmanager"`
+	PagerDuty    *PagerDutySink    `yaml:"pagerduty"`
+	Teams        *TeamsSink        `yaml:"teams"`
 	// RateLimit is the most messages per second the sink sends (default:
 	// 1 for Slack, the platform's limit per channel; unlimited otherwise).
 	// When more wait than it allows in the next few seconds, they go out
@@ -35,6 +39,12 @@ func (s Sink) Type() string {
 		return "nats"
 	case s.Stdout != nil:
 		return "stdout"
+	case s.Alertmanager != nil:
+		return "alertmanager"
+	case s.PagerDuty != nil:
+		return "pagerduty"
+	case s.Teams != nil:
+		return "teams"
 	}
 	return ""
 }
@@ -54,6 +64,13 @@ type WebhookSink struct {
 	// CloudEvents sends the payload as a CloudEvents 1.0 structured event.
 	CloudEvents bool      `yaml:"cloudEvents"`
 	TLS         TLSConfig `yaml:"tls"`
+	// Body is a Go template that renders the request body instead of
+	// herald's payload, for chat tools with their own JSON (Discord,
+	// Google Chat, Mattermost, Rocket.Chat: docs/sinks.md). Its data is
+	// the payload; json quotes a value as a JSON string.
+	Body string `yaml:"body"`
+	// ContentType of a templated body (default application/json).
+	ContentType string `yaml:"contentType"`
 }
 
 // SlackSink posts Block Kit messages, by bot token (chat.postMessage, with

@@ -59,13 +59,13 @@ func (c *Config) validate() Errors {
 			sinkNames[s.Name] = true
 		}
 		types := 0
-		for _, set := range []bool{s.Webhook != nil, s.Slack != nil, s.NATS != nil, s.Stdout != nil} {
+		for _, set := range []bool{s.Webhook != nil, s.Slack != nil, s.NATS != nil, s.Stdout != nil, s.Alertmanager != nil, s.PagerDuty != nil, s.Teams != nil} {
 			if set {
 				types++
 			}
 		}
 		if types != 1 {
-			add(p, "a sink needs exactly one of: webhook, slack, nats, stdout")
+			add(p, "a sink needs exactly one of: webhook, slack, nats, alertmanager, pagerduty, teams, stdout")
 		}
 		if s.RateLimit < 0 {
 			add(p+".rateLimit", "must not be negative")
@@ -89,7 +89,14 @@ func (c *Config) validate() Errors {
 				c.resolveSecret(fmt.Sprintf("%s.webhook.secrets[%d]", p, j), &w.Secrets[j], add)
 			}
 			c.validateTLS(p+".webhook.tls", w.TLS, add)
+			if w.Body != "" && w.CloudEvents {
+				add(p+".webhook.body", "a templated body replaces the payload; it cannot also be a CloudEvent (remove cloudEvents or body)")
+			}
+			if w.ContentType != "" && w.Body == "" {
+				add(p+".webhook.contentType", "contentType applies to a templated body; herald's own payload is application/json")
+			}
 		}
+		c.validateDestinations(p, &c.Sinks[i], add)
 		if sl := s.Slack; sl != nil {
 			switch {
 			case (sl.Token == nil) == (sl.WebhookURL == nil):
@@ -197,6 +204,7 @@ func (c *Config) validate() Errors {
 		if len(r.Sinks) == 0 {
 			add(p, "a rule needs at least one sink in sinks:")
 		}
+		validateLabels(p+".alertLabels", r.AlertLabels, add)
 		for j, name := range r.Sinks {
 			if !sinkNames[name] {
 				defined := strings.Join(slices.Sorted(maps.Keys(sinkNames)), ", ")

@@ -73,6 +73,8 @@ type Dispatcher struct {
 type queued struct {
 	n        incident.Notification
 	enqueued time.Time
+	// refresh: a keep-alive of n's incident for a Refresher (refresh.go).
+	refresh bool
 }
 
 // lane is one sink's queue and its state.
@@ -85,6 +87,10 @@ type lane struct {
 	ready   chan struct{} // signalled when an item is added
 	space   chan struct{} // signalled when an item is removed
 	retired chan struct{} // closed when a reload replaced the lane
+	// every and open are set for a Refresher: how often, and the last
+	// notification delivered of each open incident, by incident ID.
+	every time.Duration
+	open  map[string]incident.Notification
 }
 
 // NewDispatcher makes a dispatcher; sink names must be unique. metrics may
@@ -114,6 +120,9 @@ func (d *Dispatcher) newLane(o LaneOptions) *lane {
 	if o.RateLimit > 0 {
 		l.limiter = rate.NewLimiter(rate.Limit(o.RateLimit), 1)
 	}
+	if every := refreshInterval(o.Sink); every > 0 {
+		l.every, l.open = every, map[string]incident.Notification{}
+	}
 	name := o.Sink.Name()
 	current := func(value func(*lane) float64) func() float64 {
 		return func() float64 {
@@ -142,9 +151,18 @@ func (d *Dispatcher) Replace(lanes []LaneOptions) {
 	d.mu.Lock()
 	old := d.lanes
 	d.lanes = fresh
+	for name, l := range fresh { // the receiver still knows what it knew
+		if prev := old[name]; prev != nil && prev.open != nil && l.open != nil {
+			prev.mu.Lock()
+			for id, n := range prev.open {
+				l.open[id] = n
+			}
+			prev.mu.Unlock()
+		}
+	}
 	if d.running != nil { // start the new workers before the old ones stop
 		for _, l := range fresh {
-			d.running.Go(func() { d.work(d.runCtx, l) })
+			d.start(d.runCtx, d.running, l)
 		}
 	} else {
 		for _, l := range old {
@@ -195,7 +213,7 @@ func (d *Dispatcher) push(ctx context.Context, l *lane, n incident.Notification)
 		if len(l.queue) >= l.QueueSize {
 			victim := -1
 			for i, q := range l.queue {
-				if droppable(q.n.Transition) {
+				if q.refresh || droppable(q.n.Transition) {
 					victim = i
 					break
 				}
@@ -269,14 +287,22 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	d.mu.Lock()
 	d.running, d.runCtx = &wg, ctx
 	for _, l := range d.lanes {
-		wg.Go(func() { d.work(ctx, l) })
+		d.start(ctx, &wg, l)
 	}
 	for _, l := range d.retired {
-		wg.Go(func() { d.work(ctx, l) })
+		d.start(ctx, &wg, l)
 	}
 	d.retired = nil
 	d.mu.Unlock()
 	wg.Wait()
+}
+
+// start runs the lane's worker, and its refresher if the sink is one.
+func (d *Dispatcher) start(ctx context.Context, wg *sync.WaitGroup, l *lane) {
+	wg.Go(func() { d.work(ctx, l) })
+	if l.open != nil {
+		wg.Go(func() { d.refresh(ctx, l, l.every) })
+	}
 }
 
 func (d *Dispatcher) work(ctx context.Context, l *lane) {
@@ -307,6 +333,13 @@ func (d *Dispatcher) work(ctx context.Context, l *lane) {
 			}
 			continue
 		}
+		if batch[0].refresh { // batches of a Refresher are single
+			cur, ok := l.current(batch[0].n)
+			if !ok {
+				continue // resolved meanwhile
+			}
+			batch[0].n = cur
+		}
 		d.deliver(ctx, l, batch)
 	}
 }
@@ -314,7 +347,7 @@ func (d *Dispatcher) work(ctx context.Context, l *lane) {
 // batchSize is 1, unless the sink is rate limited, can send digests, and
 // more wait than the limit lets out within digestWindow.
 func (d *Dispatcher) batchSize(l *lane) int {
-	if l.limiter == nil {
+	if l.limiter == nil || l.open != nil {
 		return 1
 	}
 	if _, ok := l.Sink.(BatchSender); !ok {
@@ -355,7 +388,14 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 			err = l.Sink.(BatchSender).SendBatch(ctx, ns)
 		}
 		d.metrics.SendSeconds.WithLabelValues(name).Observe(time.Since(start).Seconds())
+		if err == nil && batch[0].refresh {
+			d.metrics.Refreshes.WithLabelValues(name).Inc()
+			return
+		}
 		if err == nil {
+			for _, n := range ns {
+				l.remember(n)
+			}
 			d.metrics.Sent.WithLabelValues(name).Add(float64(len(ns)))
 			if len(ns) > 1 {
 				d.metrics.Digests.WithLabelValues(name).Inc()
@@ -375,6 +415,10 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 			return
 		}
 		d.metrics.Failed.WithLabelValues(name, "transient").Inc()
+		if batch[0].refresh && time.Since(batch[0].enqueued) > l.every {
+			d.logger.Warn("refresh not delivered before the next one is due; left to it", "sink", name, "id", id, "error", err)
+			return
+		}
 		if age := time.Since(batch[0].enqueued); age > l.MaxAge {
 			d.metrics.GaveUp.WithLabelValues(name).Add(float64(len(ns)))
 			d.logger.Error("giving up on a notification after retrying it for the sink's maximum age; the ledger keeps it as undelivered",

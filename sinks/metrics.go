@@ -14,6 +14,7 @@ type Metrics struct {
 	Dropped     *prometheus.CounterVec
 	GaveUp      *prometheus.CounterVec
 	Digests     *prometheus.CounterVec
+	Refreshes   *prometheus.CounterVec
 	SendSeconds *prometheus.HistogramVec
 
 	reg  prometheus.Registerer
@@ -43,6 +44,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Digests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_sink_digests_total", Help: "Digest messages sent to ride out a storm under the rate limit.",
 		}, []string{"sink"}),
+		Refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_refreshes_total", Help: "Open incidents re-sent to keep them open at a receiver that forgets (Alertmanager).",
+		}, []string{"sink"}),
 		SendSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "herald_sink_send_duration_seconds", Help: "Time of one send attempt.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
@@ -50,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg: reg, seen: map[string]bool{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Sent, m.Failed, m.Retries, m.Dropped, m.GaveUp, m.Digests, m.SendSeconds)
+		reg.MustRegister(m.Sent, m.Failed, m.Retries, m.Dropped, m.GaveUp, m.Digests, m.Refreshes, m.SendSeconds)
 	}
 	return m
 }

@@ -92,3 +92,22 @@ func (t *Tracker) Undelivered() []Notification {
 	slices.SortFunc(out, func(a, b Notification) int { return a.Time.Compare(b.Time) })
 	return out
 }
+
+// Announced returns, for every open incident whose last notification was
+// not a resolution, that notification (without its crash context, which
+// the ledger does not keep): what receivers that must hear of an open
+// alert again and again (sinks.Refresher) were last told, for a new
+// leader or a restarted herald to keep telling them.
+func (t *Tracker) Announced() []Notification {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Notification
+	for _, inc := range t.open {
+		if inc.Seq == 0 || inc.LastTransition == Resolved || inc.LastTransition == "" {
+			continue
+		}
+		out = append(out, Notification{Incident: snapshot(inc), Transition: inc.LastTransition, Seq: inc.Seq, Time: inc.LastNotified})
+	}
+	slices.SortFunc(out, func(a, b Notification) int { return a.Time.Compare(b.Time) })
+	return out
+}

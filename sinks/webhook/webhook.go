@@ -3,17 +3,13 @@
 package webhook
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
@@ -34,6 +30,10 @@ type Options struct {
 	// CloudEvents sends a CloudEvents 1.0 structured-mode event.
 	CloudEvents bool
 	TLS         sinks.TLSOptions
+	// Body, when set, is a template (template.go) that renders the
+	// request body instead of herald's payload; ContentType is its type
+	// (default application/json).
+	Body, ContentType string
 }
 
 // Sink is a webhook sink.
@@ -42,6 +42,7 @@ type Sink struct {
 	client   *http.Client
 	redacted string
 	keys     [][]byte
+	body     *Body
 	now      func() time.Time
 }
 
@@ -52,20 +53,15 @@ func New(opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook %s: invalid URL", opts.Name)
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConnsPerHost = 4
-	tlsCfg, err := sinks.ClientTLS(opts.TLS)
+	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
 	if err != nil {
-		return nil, fmt.Errorf("webhook %s: TLS: %w", opts.Name, err)
+		return nil, fmt.Errorf("webhook %s: %w", opts.Name, err)
 	}
-	if tlsCfg != nil {
-		transport.TLSClientConfig = tlsCfg
-	}
-	s := &Sink{
-		opts:     opts,
-		client:   &http.Client{Timeout: opts.Timeout, Transport: transport},
-		redacted: Redact(u),
-		now:      time.Now,
+	s := &Sink{opts: opts, client: client, redacted: Redact(u), now: time.Now}
+	if opts.Body != "" {
+		if s.body, err = CompileBody(opts.Body); err != nil {
+			return nil, fmt.Errorf("webhook %s: body: %w", opts.Name, err)
+		}
 	}
 	for i, secret := range opts.Secrets {
 		key, err := SigningKey(secret)
@@ -95,69 +91,30 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if s.opts.CloudEvents {
 		doc, contentType = cloudEvent(payload), "application/cloudevents+json"
 	}
-	body, err := json.Marshal(doc)
-	if err != nil {
-		return fmt.Errorf("webhook %s: encoding payload: %w", s.opts.Name, err)
+	var body []byte
+	var err error
+	if s.body != nil {
+		contentType = cmp.Or(s.opts.ContentType, "application/json")
+		body, err = s.body.Render(payload, contentType)
+	} else {
+		body, err = json.Marshal(doc)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("webhook %s (%s): %v", s.opts.Name, s.redacted, redactErr(err))
+		return fmt.Errorf("webhook %s: %w", s.opts.Name, err) // not retried: the same template fails again
 	}
+	header := http.Header{}
 	for k, v := range s.opts.Headers {
-		req.Header.Set(k, v)
+		header.Set(k, v)
 	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("User-Agent", s.opts.UserAgent)
+	header.Set("Content-Type", contentType)
+	header.Set("User-Agent", s.opts.UserAgent)
 	// The idempotency key and signature, as Standard Webhooks name them.
 	ts := s.now().Unix()
-	req.Header.Set("webhook-id", payload.ID)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	header.Set("webhook-id", payload.ID)
+	header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	if len(s.keys) > 0 {
-		req.Header.Set("webhook-signature", Sign(s.keys, payload.ID, ts, body))
+		header.Set("webhook-signature", Sign(s.keys, payload.ID, ts, body))
 	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		err = fmt.Errorf("webhook %s (%s): %v", s.opts.Name, s.redacted, redactErr(err))
-		var certErr *tls.CertificateVerificationError
-		if errors.As(err, &certErr) || strings.Contains(err.Error(), "x509:") {
-			return err // a wrong certificate will not fix itself: not retried
-		}
-		return &sinks.Retryable{Err: err}
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return &sinks.Retryable{
-			After: retryAfter(resp.Header.Get("Retry-After")),
-			Err:   fmt.Errorf("webhook %s (%s): HTTP %d", s.opts.Name, s.redacted, resp.StatusCode),
-		}
-	default:
-		return fmt.Errorf("webhook %s (%s): HTTP %d", s.opts.Name, s.redacted, resp.StatusCode)
-	}
-}
-
-// redactErr drops the URL that net/http repeats in its errors.
-func redactErr(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
+	_, err = sinks.Post(ctx, s.client, s.opts.URL, header, body, fmt.Sprintf("webhook %s (%s)", s.opts.Name, s.redacted))
 	return err
-}
-
-// retryAfter parses a Retry-After header in seconds or as an HTTP date.
-func retryAfter(h string) time.Duration {
-	if h == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(h); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 // Command build builds the control-plane binaries internal/testenv runs
 // (with the real node's kubelet, scheduler and controller-manager) and
-// the helm and promtool binaries the chart is tested with, if they are
+// the helm and promtool binaries the chart is tested with, the
+// Alertmanager the alertmanager sink is tested against, if they are
 // not in the cache yet, and installs the real node's Debian packages
 // (containerd, runc, CNI plugins) when missing. make test and make demo run it first
 // so that the slow cold build shows its progress instead of happening
@@ -32,9 +33,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	alertmanager, err := testenv.EnsureAlertmanager(context.Background(), logf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := testenv.EnsureNodePackages(context.Background(), logf); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s, %s, %s\n", bins.KubeAPIServer, bins.Etcd, helm, promtool)
+	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s, %s, %s, %s\n", bins.KubeAPIServer, bins.Etcd, helm, promtool, alertmanager)
 }

@@ -1,0 +1,103 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// AlertmanagerVersion is the Alertmanager the alertmanager sink is tested
+// against: the newest release whose module builds with go install (later
+// ones embed a web UI that is built outside Go and not in the module).
+const AlertmanagerVersion = "v0.31.1"
+
+// EnsureAlertmanager returns the alertmanager binary, built from the Go
+// module proxy into the cache first if needed (about 2 min cold).
+func EnsureAlertmanager(ctx context.Context, logf func(format string, args ...any)) (string, error) {
+	return ensureInstalled(ctx, logf, "alertmanager", "github.com/prometheus/alertmanager/cmd/alertmanager", AlertmanagerVersion)
+}
+
+// Alertmanager is a real Alertmanager on a loopback port.
+type Alertmanager struct {
+	// URL is its base address, http://127.0.0.1:<port>.
+	URL  string
+	proc *process
+}
+
+// StartAlertmanager runs one Alertmanager for the test, alone (no
+// clustering: Prometheus-style senders post to every replica, which is
+// what herald does too), with resolveTimeout as its global resolve_timeout
+// and a receiver that sends nowhere. It stops when the test ends.
+func StartAlertmanager(t testing.TB, resolveTimeout time.Duration) *Alertmanager {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, err := EnsureAlertmanager(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("global:\n  resolve_timeout: %s\nroute:\n  receiver: nowhere\n  group_wait: 1s\nreceivers:\n  - name: nowhere\n", resolveTimeout)
+	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var am *Alertmanager
+	for attempt := 0; attempt < 3 && am == nil; attempt++ { // a port taken between freePorts and the bind: try another
+		ports, err := freePorts(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+		proc, err := startProcess(bin, filepath.Join(dir, fmt.Sprintf("alertmanager-%d.log", attempt)),
+			"--config.file="+filepath.Join(dir, "alertmanager.yml"),
+			"--storage.path="+filepath.Join(dir, "data"),
+			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ports[0]),
+			"--cluster.listen-address=", // alone
+			"--log.level=warn",
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waitReady(url, proc, 30*time.Second) {
+			am = &Alertmanager{URL: url, proc: proc}
+			break
+		}
+		t.Logf("alertmanager did not start:\n%s", proc.tail(20))
+		proc.stop()
+	}
+	if am == nil {
+		t.Fatal("alertmanager did not become ready")
+	}
+	t.Cleanup(am.proc.stop)
+	return am
+}
+
+// waitReady polls /-/ready until it answers 200, the process exits, or the
+// time is up.
+func waitReady(url string, proc *process, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	client := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case <-proc.exited:
+			return false
+		default:
+		}
+		if resp, err := client.Get(url + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		select {
+		case <-proc.exited:
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return false
+}

@@ -1,0 +1,121 @@
+package alertmanager
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
+)
+
+// Alert is Alertmanager's postableAlert (its API v2 OpenAPI schema):
+// labels identify the alert, annotations describe it.
+type Alert struct {
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+	StartsAt     time.Time         `json:"startsAt,omitzero"`
+	EndsAt       time.Time         `json:"endsAt,omitzero"`
+	GeneratorURL string            `json:"generatorURL,omitempty"`
+}
+
+// maxAnnotation bounds one annotation: Alertmanager keeps every alert in
+// memory and its receivers (e-mail, chat) show them whole.
+const maxAnnotation = 4 << 10
+
+// alert is n as Alertmanager sees it. The labels name the problem and
+// never change while the incident is open (Alertmanager identifies an
+// alert by them): the reason as alertname, severity, where, the rule,
+// the cluster, then the sink's and the rule's own labels, which cannot
+// replace herald's. An open incident has no end: Alertmanager resolves it
+// resolve_timeout after the last post, which the refresh keeps away; a
+// resolved one ends when herald saw it resolve.
+func (s *Sink) alert(n incident.Notification) Alert {
+	inc := n.Incident
+	labels := map[string]string{}
+	maps.Copy(labels, s.opts.Labels)
+	maps.Copy(labels, s.opts.RuleLabels[inc.Rule])
+	set := func(k, v string) {
+		if v != "" {
+			labels[k] = v
+		}
+	}
+	set("alertname", inc.Reason)
+	if labels["alertname"] == "" {
+		labels["alertname"] = inc.Rule
+	}
+	set("severity", inc.Severity)
+	set("namespace", inc.Object.Namespace)
+	set(strings.ToLower(inc.Object.Kind), inc.Object.Name)
+	set("container", inc.Container)
+	set("rule", inc.Rule)
+	set("cluster", s.opts.ClusterName)
+
+	annotations := map[string]string{}
+	note := func(k, v string) {
+		if v != "" {
+			annotations[k] = head(v, maxAnnotation)
+		}
+	}
+	note("summary", inc.Title)
+	note("description", inc.Text)
+	note("runbook_url", inc.RunbookURL)
+	note("change", n.Change)
+	note("herald_incident", inc.ID)
+	if c := n.Context; c != nil {
+		note("hint", c.Hint)
+		if text := contextText(c); text != "" {
+			annotations["context"] = tail(text, maxAnnotation) // the last log lines matter most
+		}
+	}
+	a := Alert{Labels: labels, Annotations: annotations, StartsAt: inc.FirstSeen.UTC(), GeneratorURL: s.opts.GeneratorURL}
+	if n.Transition == incident.Resolved {
+		a.EndsAt = n.Time.UTC()
+		if !a.EndsAt.After(a.StartsAt) { // Alertmanager rejects an end before the start
+			a.EndsAt = a.StartsAt.Add(time.Millisecond)
+		}
+	}
+	return a
+}
+
+// contextText is the crash context as plain text: the log tail, then the
+// pod's warning events.
+func contextText(c *incident.Context) string {
+	var b strings.Builder
+	if l := c.Logs; l != nil && len(l.Lines) > 0 {
+		fmt.Fprintf(&b, "Last log lines of %s:\n%s\n", l.Container, strings.Join(l.Lines, "\n"))
+	}
+	for _, e := range c.Events {
+		fmt.Fprintf(&b, "%s %s (×%d): %s\n", e.Type, e.Reason, e.Count, e.Message)
+	}
+	if c.Unavailable != "" {
+		fmt.Fprintf(&b, "Context incomplete: %s\n", c.Unavailable)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// head keeps the start of s within max bytes, at a character boundary.
+func head(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	i := max - len("…")
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// tail keeps the end of s within max bytes, at a character boundary.
+func tail(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	i := len(s) - max + len("…")
+	for i < len(s) && s[i]&0xC0 == 0x80 { // not inside a character
+		i++
+	}
+	return "…" + s[i:]
+}

@@ -1,0 +1,115 @@
+package sinks
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file is what the HTTP integrations (webhook, alertmanager,
+// pagerduty, teams) share: a client of their own and one way to read an
+// answer.
+
+// NewHTTPClient makes a client with its own transport: shared transports
+// (http.DefaultTransport) are neither used nor modified.
+func NewHTTPClient(timeout time.Duration, t TLSOptions) (*http.Client, error) {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 4
+	tlsCfg, err := ClientTLS(t)
+	if err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	if tlsCfg != nil {
+		transport.TLSClientConfig = tlsCfg
+	}
+	return &http.Client{Timeout: timeout, Transport: transport}, nil
+}
+
+// Post sends body to target and reads the answer the way every HTTP sink
+// does: 2xx is delivered; 429 and 5xx are retryable, after the wait a
+// Retry-After header asks for; any other status is final; a network error
+// is retryable unless the certificate is wrong (that will not fix
+// itself). what names the sink in errors ("webhook alerts
+// (https://hooks.example.com/<redacted>)"): errors never repeat target,
+// which may carry a secret. It returns the start of the answer's body.
+func Post(ctx context.Context, client *http.Client, target string, header http.Header, body []byte, what string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", what, RedactURLError(err))
+	}
+	req.Header = header
+	resp, err := client.Do(req)
+	if err != nil {
+		err = fmt.Errorf("%s: %v", what, RedactURLError(err))
+		var certErr *tls.CertificateVerificationError
+		if errors.As(err, &certErr) || strings.Contains(err.Error(), "x509:") {
+			return nil, err
+		}
+		return nil, &Retryable{Err: err}
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return answer, nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return answer, &Retryable{
+			After: RetryAfter(resp.Header.Get("Retry-After")),
+			Err:   &StatusError{What: what, Code: resp.StatusCode},
+		}
+	default:
+		return answer, &StatusError{What: what, Code: resp.StatusCode}
+	}
+}
+
+// StatusError is an HTTP answer that was not a success. It leaves the
+// answer's body out: a receiver whose URL is a secret may echo its path
+// back ("no route for /hooks/…"); sinks whose address is not a secret add
+// the receiver's reason with Reason.
+type StatusError struct {
+	What string
+	Code int
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: HTTP %d", e.What, e.Code) }
+
+// Reason is the first line of an answer's body, shortened, for an error.
+func Reason(b []byte) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// RedactURLError drops the URL net/http repeats in its errors.
+func RedactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// RetryAfter parses a Retry-After header in seconds or as an HTTP date.
+func RetryAfter(h string) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(h); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
