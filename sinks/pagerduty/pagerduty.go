@@ -1,0 +1,219 @@
+// Package pagerduty pages through PagerDuty's Events API v2: an incident
+// triggers an alert whose dedup key is the incident's ID, so every later
+// notification of it (an update, a herald restart, a new leader) lands on
+// the same PagerDuty alert, and its resolution resolves it.
+package pagerduty
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/sinks"
+)
+
+// The Events API's documented limits.
+const (
+	MaxSummary  = 1024
+	MaxDedupKey = 255
+	MaxEvent    = 512 << 10
+	// maxDetail bounds one custom detail (a log tail): an alert is read
+	// on a phone.
+	maxDetail = 8 << 10
+)
+
+// Options configure a PagerDuty sink.
+type Options struct {
+	Name       string
+	URL        string // the Events API v2 enqueue address
+	RoutingKey string
+	// ClusterName prefixes the alert's source and is its group.
+	ClusterName string
+	Timeout     time.Duration
+	UserAgent   string
+	TLS         sinks.TLSOptions
+}
+
+// Sink is a PagerDuty sink.
+type Sink struct {
+	opts   Options
+	client *http.Client
+	what   string
+}
+
+// New makes a PagerDuty sink with its own HTTP client.
+func New(opts Options) (*Sink, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("pagerduty %s: invalid URL", opts.Name)
+	}
+	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("pagerduty %s: %w", opts.Name, err)
+	}
+	return &Sink{opts: opts, client: client, what: fmt.Sprintf("pagerduty %s (%s://%s)", opts.Name, u.Scheme, u.Host)}, nil
+}
+
+// Name implements sinks.Sink.
+func (s *Sink) Name() string { return s.opts.Name }
+
+// Event is an Events API v2 event.
+type Event struct {
+	RoutingKey  string   `json:"routing_key"`
+	EventAction string   `json:"event_action"` // trigger, acknowledge or resolve
+	DedupKey    string   `json:"dedup_key"`
+	Payload     *Payload `json:"payload,omitempty"` // trigger only
+	Client      string   `json:"client,omitempty"`
+	Links       []Link   `json:"links,omitempty"`
+}
+
+// Payload describes a triggered alert.
+type Payload struct {
+	Summary       string            `json:"summary"`
+	Source        string            `json:"source"`
+	Severity      string            `json:"severity"` // critical, error, warning or info
+	Timestamp     string            `json:"timestamp,omitempty"`
+	Component     string            `json:"component,omitempty"`
+	Group         string            `json:"group,omitempty"`
+	Class         string            `json:"class,omitempty"`
+	CustomDetails map[string]string `json:"custom_details,omitempty"`
+}
+
+// Link is a link shown on the alert.
+type Link struct {
+	Href string `json:"href"`
+	Text string `json:"text"`
+}
+
+// Send implements sinks.Sink. firing, updated and repeat trigger (the
+// same dedup key updates the open alert); silenced acknowledges (someone
+// said they know); resolved resolves. A digest sends each of its
+// incidents: on a failure the whole digest is retried, which PagerDuty's
+// dedup keys make harmless.
+func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
+	if n.Transition == incident.Digest {
+		for _, d := range n.Digest {
+			if err := s.Send(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	body, err := json.Marshal(s.Event(n))
+	if err != nil {
+		return fmt.Errorf("%s: encoding the event: %w", s.what, err)
+	}
+	header := http.Header{}
+	header.Set("Content-Type", "application/json")
+	header.Set("User-Agent", s.opts.UserAgent)
+	answer, err := sinks.Post(ctx, s.client, s.opts.URL, header, body, s.what)
+	if ok, _ := sinks.IsRetryable(err); err != nil && !ok {
+		return fmt.Errorf("%w: %s", err, sinks.Reason(answer)) // PagerDuty says what it found invalid
+	}
+	return err
+}
+
+// Event is the Events API event for n.
+func (s *Sink) Event(n incident.Notification) Event {
+	inc := n.Incident
+	e := Event{RoutingKey: s.opts.RoutingKey, DedupKey: clip(inc.ID, MaxDedupKey), Client: "herald"}
+	switch n.Transition {
+	case incident.Resolved:
+		e.EventAction = "resolve"
+		return e
+	case incident.Silenced:
+		e.EventAction = "acknowledge"
+		return e
+	}
+	e.EventAction = "trigger"
+	where := strings.Join(nonEmpty(inc.Object.Namespace, strings.ToLower(inc.Object.Kind), inc.Object.Name), "/")
+	source := where
+	if s.opts.ClusterName != "" {
+		source = s.opts.ClusterName + " " + where
+	}
+	details := map[string]string{"text": inc.Text, "rule": inc.Rule, "incident": inc.ID, "transition": string(n.Transition)}
+	for k, v := range inc.Facts {
+		details["fact."+k] = clip(v, maxDetail)
+	}
+	add := func(k, v string) {
+		if v != "" {
+			details[k] = clip(v, maxDetail)
+		}
+	}
+	add("change", n.Change)
+	add("container", inc.Container)
+	if c := n.Context; c != nil {
+		add("hint", c.Hint)
+		if c.Logs != nil && len(c.Logs.Lines) > 0 {
+			details["logs"] = tail(strings.Join(c.Logs.Lines, "\n"), maxDetail)
+		}
+		var events []string
+		for _, ev := range c.Events {
+			events = append(events, fmt.Sprintf("%s %s (×%d): %s", ev.Type, ev.Reason, ev.Count, ev.Message))
+		}
+		add("events", strings.Join(events, "\n"))
+		add("contextUnavailable", c.Unavailable)
+	}
+	e.Payload = &Payload{
+		Summary: clip(inc.Title, MaxSummary), Source: clip(source, MaxSummary), Severity: severity(inc.Severity),
+		Timestamp: n.Time.UTC().Format(time.RFC3339), Component: inc.Object.Name, Group: cmp.Or(s.opts.ClusterName, inc.Object.Namespace),
+		Class: inc.Reason, CustomDetails: details,
+	}
+	if inc.RunbookURL != "" {
+		e.Links = []Link{{Href: inc.RunbookURL, Text: "Runbook"}}
+	}
+	return e
+}
+
+// severity maps herald's severities onto PagerDuty's four.
+func severity(s string) string {
+	switch s {
+	case "critical", "warning", "info":
+		return s
+	}
+	return "error"
+}
+
+// clip keeps at most max bytes of s, at a character boundary.
+func clip(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	i := max - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// tail keeps the last max bytes of s, at a character boundary: the last
+// log lines matter most.
+func tail(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	i := len(s) - max + len("…")
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "…" + s[i:]
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
