@@ -1,0 +1,99 @@
+// Package teams posts Adaptive Cards to a Microsoft Teams Workflows
+// (Power Automate) webhook: the "Post to a channel when a webhook request
+// is received" flow takes a message whose attachment is the card.
+package teams
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/sinks"
+)
+
+// MaxMessage is Teams' limit on a message, card included (28 KB); herald
+// keeps its cards under it with room to spare for what the flow adds.
+const MaxMessage = 28 << 10
+
+// budget is what a card may take: below MaxMessage by a margin for the
+// envelope Workflows wraps it in.
+const budget = 24 << 10
+
+// Options configure a Teams sink.
+type Options struct {
+	Name        string
+	URL         string
+	ClusterName string
+	Timeout     time.Duration
+	UserAgent   string
+	TLS         sinks.TLSOptions
+}
+
+// Sink is a Teams sink.
+type Sink struct {
+	opts   Options
+	client *http.Client
+	what   string
+}
+
+// New makes a Teams sink with its own HTTP client.
+func New(opts Options) (*Sink, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("teams %s: invalid URL", opts.Name)
+	}
+	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("teams %s: %w", opts.Name, err)
+	}
+	// A Workflows URL carries its signature in the query: never shown.
+	return &Sink{opts: opts, client: client, what: fmt.Sprintf("teams %s (%s://%s/<redacted>)", opts.Name, u.Scheme, u.Host)}, nil
+}
+
+// Name implements sinks.Sink.
+func (s *Sink) Name() string { return s.opts.Name }
+
+// Send implements sinks.Sink.
+func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
+	body, err := Render(n, s.opts.ClusterName)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.what, err)
+	}
+	header := http.Header{}
+	header.Set("Content-Type", "application/json")
+	header.Set("User-Agent", s.opts.UserAgent)
+	_, err = sinks.Post(ctx, s.client, s.opts.URL, header, body, s.what)
+	return err
+}
+
+// Render is the message for n: an Adaptive Card within Teams' size limit.
+// When the whole card would be too large, the crash context goes first,
+// then the facts, then the text is shortened.
+func Render(n incident.Notification, cluster string) ([]byte, error) {
+	for _, level := range []detail{full, noContext, noFacts, minimal} {
+		body, err := json.Marshal(message(card(n, cluster, level)))
+		if err != nil {
+			return nil, err
+		}
+		if len(body) <= budget {
+			return body, nil
+		}
+	}
+	return nil, fmt.Errorf("the card for %s stays over %d bytes", n.ID(), budget) // cannot happen: minimal is bounded
+}
+
+// message wraps a card the way Workflows' "post card" flow expects.
+func message(c map[string]any) map[string]any {
+	return map[string]any{
+		"type": "message",
+		"attachments": []any{map[string]any{
+			"contentType": "application/vnd.microsoft.card.adaptive",
+			"contentUrl":  nil,
+			"content":     c,
+		}},
+	}
+}
