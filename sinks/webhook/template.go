@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/template"
 	"time"
-	"unicode/utf8"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
@@ -123,14 +122,19 @@ func truncate(n int, s string) string {
 	if n <= 0 {
 		return ""
 	}
-	if utf8.RuneCountInString(s) <= n {
-		return strings.ToValidUTF8(s, "\uFFFD")
+	// One pass up to the (n+1)th character: log tails can be large, and
+	// a template may truncate them several times.
+	cut, count := len(s), 0
+	for i := range s {
+		if count == n-1 {
+			cut = i
+		}
+		if count == n {
+			return strings.ToValidUTF8(s[:cut], "\uFFFD") + "…"
+		}
+		count++
 	}
-	runes := []rune(strings.ToValidUTF8(s, "\uFFFD"))
-	if len(runes) <= n {
-		return string(runes)
-	}
-	return string(runes[:n-1]) + "…"
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func color(p sinks.Payload) int {
