@@ -27,10 +27,6 @@ import (
 	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/sinks"
-	natssink "github.com/herald-k8s/herald/sinks/nats"
-	"github.com/herald-k8s/herald/sinks/slack"
-	"github.com/herald-k8s/herald/sinks/stdout"
-	"github.com/herald-k8s/herald/sinks/webhook"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -250,6 +246,9 @@ func runLeader(ctx context.Context, p leaderParts) error {
 		return fmt.Errorf("cannot read the incident ledger in %s; refusing to start rather than repeat every open incident: %w", p.namespace, err)
 	}
 	p.tracker.Restore(loaded)
+	// Receivers that forget an alert unless told again (Alertmanager)
+	// hear again of what was announced before this leader.
+	p.dispatcher.Resume(p.tracker.Announced())
 	p.ctrl.FirstStart = len(loaded) == 0
 	p.logger.Info("incident ledger loaded", "incidents", len(loaded), "persisted", p.persisted, "namespace", p.namespace)
 
@@ -297,81 +296,6 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
-}
-
-// buildSinks makes every configured sink with its queue settings; close
-// releases their connections.
-func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, logger *slog.Logger) (lanes []sinks.LaneOptions, close func(), err error) {
-	var closers []func()
-	close = func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	defer func() {
-		if err != nil {
-			close()
-		}
-	}()
-	tlsOpts := func(sink string, t config.TLSConfig) sinks.TLSOptions {
-		if t.InsecureSkipVerify {
-			logger.Warn("TLS certificate verification is OFF for this sink: anyone on the path can read and forge its traffic", "sink", sink)
-		}
-		return sinks.TLSOptions{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, InsecureSkipVerify: t.InsecureSkipVerify}
-	}
-	for _, sc := range cfg.Sinks {
-		lane := sinks.LaneOptions{RateLimit: sc.RateLimit, MaxAge: sc.MaxAge, QueueSize: sc.QueueSize}
-		switch {
-		case sc.Webhook != nil:
-			w := sc.Webhook
-			url := w.URL
-			if w.URLFrom != nil {
-				url = w.URLFrom.Secret().Reveal()
-			}
-			var secrets []string
-			for _, ref := range w.Secrets {
-				secrets = append(secrets, ref.Secret().Reveal())
-			}
-			s, err := webhook.New(webhook.Options{
-				Name: sc.Name, URL: url, Timeout: w.Timeout, Headers: w.Headers, UserAgent: "herald/" + version,
-				Secrets: secrets, CloudEvents: w.CloudEvents, TLS: tlsOpts(sc.Name, w.TLS),
-			})
-			if err != nil {
-				return nil, close, err
-			}
-			lane.Sink = s
-		case sc.Slack != nil:
-			sl := sc.Slack
-			lane.Sink = slack.New(slack.Options{
-				Name: sc.Name, Token: sl.Token.Secret().Reveal(), WebhookURL: sl.WebhookURL.Secret().Reveal(),
-				Channel: sl.Channel, APIURL: sl.APIURL, ClusterName: sl.ClusterName, Refs: refs,
-			})
-		case sc.NATS != nil:
-			n := sc.NATS
-			s, err := natssink.New(natssink.Options{
-				Name: sc.Name, URL: n.URL, Subject: n.Subject, JetStream: n.JetStream, Timeout: n.Timeout,
-				CredsFile: secretFile(n.Creds), NKeySeedFile: secretFile(n.NKeySeed), TLS: tlsOpts(sc.Name, n.TLS), Logger: logger,
-			})
-			if err != nil {
-				return nil, close, err
-			}
-			closers = append(closers, s.Close)
-			lane.Sink, lane.Close = s, s.Close
-		case sc.Stdout != nil:
-			lane.Sink = stdout.New(sc.Name, sc.Stdout.Format, out)
-		}
-		lanes = append(lanes, lane)
-	}
-	return lanes, close, nil
-}
-
-// secretFile is the file a NATS credential comes from (the NATS client
-// reads credentials and seeds from files itself).
-func secretFile(r *config.SecretRef) string {
-	if r == nil {
-		return ""
-	}
-	return r.File
 }
 
 func hasSlack(cfg *config.Config) bool {

@@ -25,6 +25,14 @@ func compileConfig(path string, load func(string) (*config.Config, error)) (*con
 		return nil, nil, err
 	}
 	set, err := rules.Compile(cfg)
+	if errs := checkBodyTemplates(cfg); len(errs) > 0 {
+		if ce, ok := err.(config.Errors); ok {
+			errs = append(ce, errs...)
+		} else if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, errs
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -69,8 +69,11 @@ func (b *Body) Render(p sinks.Payload, contentType string) ([]byte, error) {
 		}
 		return nil, templateError(err)
 	}
-	if strings.Contains(contentType, "json") && !json.Valid(buf.Bytes()) {
-		return nil, fmt.Errorf("the body template does not render valid JSON; put values in with json (\"text\": {{ json .Text }}): %.200s", buf.String())
+	if strings.Contains(contentType, "json") {
+		var v any
+		if err := json.Unmarshal(buf.Bytes(), &v); err != nil {
+			return nil, fmt.Errorf("the body template does not render valid JSON (%v); put values in with json: \"text\": {{ json .Text }}", err)
+		}
 	}
 	return buf.Bytes(), nil
 }
