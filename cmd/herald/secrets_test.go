@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/herald-k8s/herald/internal/oncalltest"
 	"github.com/herald-k8s/herald/internal/testenv"
 	"github.com/herald-k8s/herald/sinks/webhook"
 )
@@ -61,8 +63,30 @@ func TestSecretsNeverLeak(t *testing.T) {
 	user, _ := nkeys.CreateUser()
 	seed, _ := user.Seed()
 	pub, _ := user.PublicKey()
+	routingKey := "PDROUTINGKEYSECRET0123456789abcd"
+	amToken := "ALERTMANAGER-BEARER-SECRET"
 	secrets := map[string]string{"slack token": slackToken, "webhook secret": webhookSecret,
-		"webhook signing key": string(signingKey), "webhook URL token": urlToken, "nkey seed": string(seed)}
+		"webhook signing key": string(signingKey), "webhook URL token": urlToken, "nkey seed": string(seed),
+		"pagerduty routing key": routingKey, "teams URL signature": "SECRET-SIGNATURE", "alertmanager token": amToken}
+
+	// PagerDuty throttles the first event; Teams fails the first card.
+	pd := oncalltest.NewPagerDuty(t)
+	pd.Throttle(1, "1")
+	teams := oncalltest.NewTeams(t)
+	teams.Fail(1)
+	// Alertmanager (behind a proxy that wants the token): 502 once.
+	var amCalls, amAuthorised atomic.Int32
+	amSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ev.add("alertmanager alerts", body)
+		if r.Header.Get("Authorization") == "Bearer "+amToken {
+			amAuthorised.Add(1)
+		}
+		if amCalls.Add(1) == 1 {
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+		}
+	}))
+	defer amSrv.Close()
 
 	// Slack: the first call fails, the rest succeed; the token must be
 	// the bearer of every call.
@@ -124,9 +148,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 	nc.Flush()
 
 	t.Setenv("HERALD_TEST_WEBHOOK_SECRET", webhookSecret)
+	t.Setenv("HERALD_TEST_AM_TOKEN", amToken)
 	cfg := fmt.Sprintf(`
 rules:
-  - {name: crash, kind: Pod, detector: crashloop, sinks: [chat, hook, bus]}
+  - {name: crash, kind: Pod, detector: crashloop, sinks: [chat, hook, bus, page, cards, am]}
 sinks:
   - name: chat
     slack: {channel: "#alerts", apiURL: %q, token: {file: %s}}
@@ -136,8 +161,15 @@ sinks:
       secrets: [{env: HERALD_TEST_WEBHOOK_SECRET}]
   - name: bus
     nats: {url: %q, nkeySeed: {file: %s}}
+  - name: page
+    pagerduty: {routingKey: {file: %s}, url: %q}
+  - name: cards
+    teams: {urlFrom: {file: %s}}
+  - name: am
+    alertmanager: {urls: [%q], bearerToken: {env: HERALD_TEST_AM_TOKEN}}
 `, slackSrv.URL+"/api/", writeFile(t, dir, "token", slackToken), writeFile(t, dir, "url", hookSrv.URL+"/hook/"+urlToken),
-		ns.ClientURL(), writeFile(t, dir, "seed", string(seed)))
+		ns.ClientURL(), writeFile(t, dir, "seed", string(seed)), writeFile(t, dir, "routing-key", routingKey), pd.URL,
+		writeFile(t, dir, "teams-url", teams.URL), amSrv.URL)
 	cfgPath := writeFile(t, dir, "herald.yaml", cfg)
 
 	var out, errOut bytes.Buffer
@@ -181,10 +213,18 @@ sinks:
 		t.Fatal("no NATS message: the nkey seed was not used")
 	}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		return hookVerified.Load() >= 1 && slackCalls.Load() >= 2, nil
+		return hookVerified.Load() >= 1 && slackCalls.Load() >= 2 && len(pd.Events()) >= 1 && len(teams.Cards()) >= 1 && amCalls.Load() >= 2, nil
 	})
 	if err != nil {
-		t.Fatalf("not every sink recovered: slack calls %d, signed webhooks verified %d", slackCalls.Load(), hookVerified.Load())
+		t.Fatalf("not every sink recovered: slack calls %d, signed webhooks verified %d, PagerDuty events %d, Teams cards %d, Alertmanager posts %d",
+			slackCalls.Load(), hookVerified.Load(), len(pd.Events()), len(teams.Cards()), amCalls.Load())
+	}
+	if pd.Events()[0].RoutingKey != routingKey || amAuthorised.Load() != amCalls.Load() {
+		t.Errorf("the PagerDuty routing key or the Alertmanager token was not used")
+	}
+	for _, c := range teams.Cards() {
+		b, _ := json.Marshal(c)
+		ev.add("teams card", b)
 	}
 	if slackAuthorised.Load() != slackCalls.Load() {
 		t.Errorf("%d of %d Slack calls carried the token", slackAuthorised.Load(), slackCalls.Load())
@@ -220,13 +260,13 @@ sinks:
 	}
 	h.stop()
 	ev.add("logs", []byte(h.logs.String()))
-	if !strings.Contains(h.logs.String(), "level=DEBUG") || !strings.Contains(h.logs.String(), "503") {
+	if !strings.Contains(h.logs.String(), "level=DEBUG") || !strings.Contains(h.logs.String(), "503") || !strings.Contains(h.logs.String(), "HTTP 429") || !strings.Contains(h.logs.String(), "HTTP 502") {
 		t.Errorf("the logs have no debug lines or no sink failure; the search below would prove little")
 	}
 
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
-	for _, where := range []string{"herald validate", "herald validate --offline", "config error", "logs", "/metrics", "/healthz", "/readyz", "slack message", "webhook payload", "nats payload", "ledger"} {
+	for _, where := range []string{"herald validate", "herald validate --offline", "config error", "logs", "/metrics", "/healthz", "/readyz", "slack message", "webhook payload", "nats payload", "ledger", "teams card", "alertmanager alerts"} {
 		text := ev.parts[where].String()
 		if len(text) < 2 {
 			t.Errorf("nothing collected from %s", where)

@@ -23,6 +23,15 @@ type Teams struct {
 	mu      sync.Mutex
 	cards   []map[string]any
 	invalid []string
+	fail    int
+}
+
+// Fail answers the next n posts 503, as Workflows does when a flow
+// cannot run.
+func (tm *Teams) Fail(n int) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.fail = n
 }
 
 // NewTeams starts a stand-in for the test.
@@ -61,6 +70,11 @@ func (tm *Teams) serve(w http.ResponseWriter, r *http.Request) {
 	problems = append(problems, more...)
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
+	if tm.fail > 0 {
+		tm.fail--
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	if len(problems) > 0 {
 		tm.invalid = append(tm.invalid, strings.Join(problems, "; "))
 		w.WriteHeader(http.StatusBadRequest)
