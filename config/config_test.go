@@ -67,7 +67,7 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/bad-duration.yaml:10:16: sinks[0].webhook.timeout: invalid duration "10 seconds": use a positive number with a unit, such as 30s or 5m`,
 		}},
 		{"unknown-key-far.yaml", []string{
-			`testdata/unknown-key-far.yaml:3:5: sinks[0].pagerduty: unknown field "pagerduty"; valid fields here: name, webhook, slack, nats, stdout, rateLimit, maxAge, queueSize`,
+			`testdata/unknown-key-far.yaml:3:5: sinks[0].opsgenie: unknown field "opsgenie"; valid fields here: name, webhook, slack, nats, stdout, alertmanager, pagerduty, teams, rateLimit, maxAge, queueSize`,
 		}},
 		{"secrets.yaml", []string{
 			`testdata/secrets.yaml:6:21: sinks[0].slack.token.file: cannot read the secret: no such file or directory`,
@@ -90,7 +90,7 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/many-errors.yaml:6:13: rules[0].sinks[0]: unknown sink "nowhere"; defined sinks: a`,
 			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs a kind, e.g. kind: Pod`,
 			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs at least one sink in sinks:`,
-			`testdata/many-errors.yaml:11:5: sinks[0]: a sink needs exactly one of: webhook, slack, nats, stdout`,
+			`testdata/many-errors.yaml:11:5: sinks[0]: a sink needs exactly one of: webhook, slack, nats, alertmanager, pagerduty, teams, stdout`,
 			`testdata/many-errors.yaml:12:11: sinks[1].name: sink name "a" is used twice`,
 		}},
 	}
@@ -155,6 +155,18 @@ func TestEveryFieldDecodes(t *testing.T) {
 	}
 	if s := cfg.Sinks[0]; s.RateLimit != 2.5 || s.QueueSize != 100 || !s.Webhook.CloudEvents || !s.Webhook.TLS.InsecureSkipVerify {
 		t.Errorf("webhook sink: %+v", s)
+	}
+	if a := cfg.Sinks[4].Alertmanager; a == nil || len(a.URLs) != 2 || a.ResendInterval != 30*time.Second || a.BasicAuth.Password.Secret().Reveal() != "pw" || a.Labels["env"] != "prod" {
+		t.Errorf("alertmanager sink: %+v", cfg.Sinks[4].Alertmanager)
+	}
+	if p := cfg.Sinks[5].PagerDuty; p == nil || p.URL != DefaultPagerDutyURL || p.Timeout != DefaultWebhookTimeout || len(p.RoutingKey.Secret().Reveal()) != 32 {
+		t.Errorf("pagerduty sink (with defaults): %+v", cfg.Sinks[5].PagerDuty)
+	}
+	if tm := cfg.Sinks[6].Teams; tm == nil || tm.Timeout != 6*time.Second || cfg.Sinks[6].Type() != "teams" {
+		t.Errorf("teams sink: %+v", cfg.Sinks[6].Teams)
+	}
+	if cfg.Rules[0].AlertLabels["team"] != "payments" {
+		t.Errorf("alertLabels: %v", cfg.Rules[0].AlertLabels)
 	}
 	if *cfg.Incidents.ResolveHoldDown != 30*time.Second || cfg.Incidents.Startup != "notify" {
 		t.Errorf("incidents: %+v", cfg.Incidents)

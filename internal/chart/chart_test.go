@@ -119,12 +119,33 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		want string
 	}{
 		{[]string{"--set", "replicaCount=two"}, "at '/replicaCount': got string, want integer"},
-		{[]string{"--set-json", `config.sinks=[{"name":"pd","pagerduty":{}}]`}, "at '/config/sinks/0': additional properties 'pagerduty' not allowed"},
+		{[]string{"--set-json", `config.sinks=[{"name":"pd","pagerdutty":{}}]`}, "at '/config/sinks/0': additional properties 'pagerdutty' not allowed"},
+		{[]string{"--set-json", `config.sinks=[{"name":"pd","pagerduty":{}}]`}, "at '/config/sinks/0/pagerduty': missing property 'routingKey'"},
+		{[]string{"--set-json", `config.sinks=[{"name":"am","alertmanager":{"urls":["alertmanager:9093"]}}]`}, "at '/config/sinks/0/alertmanager/urls/0'"},
 		{[]string{"--set-json", `config.rules=[{"name":"r","kind":"Pod","detecter":"crashloop","sinks":["slack"]}]`}, "additional properties 'detecter' not allowed"},
 	} {
 		out, err := helm(t, append([]string{"template", "herald", chartDir, "--kube-version", "1.36.0"}, tt.args...)...)
 		if err == nil || !strings.Contains(out, tt.want) {
 			t.Errorf("%v: err %v, output:\n%s\nwant it to say %q", tt.args, err, out, tt.want)
+		}
+	}
+}
+
+// TestSchemaAcceptsOnCallSinks: the chart README's example of the
+// on-call destinations renders.
+func TestSchemaAcceptsOnCallSinks(t *testing.T) {
+	out, err := helm(t, "template", "herald", chartDir, "--kube-version", "1.36.0",
+		"--set-json", `secrets=[{"name":"pagerduty","existingSecret":"herald-pagerduty"},{"name":"teams","existingSecret":"herald-teams"}]`,
+		"--set-json", `config.rules=[{"name":"pod-crashloop","kind":"Pod","detector":"crashloop","alertLabels":{"team":"payments"},"sinks":["alertmanager","pagerduty","teams"]}]`,
+		"--set-json", `config.sinks=[{"name":"alertmanager","alertmanager":{"urls":["http://alertmanager-operated.monitoring:9093"],"clusterName":"prod-eu"}},`+
+			`{"name":"pagerduty","pagerduty":{"routingKey":{"file":"/var/run/secrets/herald/pagerduty/routing-key"},"clusterName":"prod-eu"}},`+
+			`{"name":"teams","teams":{"urlFrom":{"file":"/var/run/secrets/herald/teams/url"}}}]`)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"alertmanager-operated.monitoring:9093", "/var/run/secrets/herald/pagerduty", "herald-teams"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the rendered chart does not have %q", want)
 		}
 	}
 }
