@@ -1,6 +1,7 @@
 package teams
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -34,6 +35,9 @@ const (
 func card(n incident.Notification, cluster string, level detail) map[string]any {
 	var body []any
 	text := func(s string, extra map[string]any) {
+		if strings.TrimSpace(s) == "" {
+			return // Teams refuses an empty TextBlock
+		}
 		b := map[string]any{"type": "TextBlock", "text": s, "wrap": true}
 		for k, v := range extra {
 			b[k] = v
@@ -51,10 +55,12 @@ func card(n incident.Notification, cluster string, level detail) map[string]any 
 			}
 			lines = append(lines, "- "+escape(clip(d.Incident.Title, maxTitle)))
 		}
-		text(strings.Join(lines, "\n"), nil)
+		if len(lines) > 0 {
+			text(strings.Join(lines, "\n"), nil)
+		}
 	} else {
 		inc := n.Incident
-		text(clip(label(n)+inc.Title, maxTitle), map[string]any{"weight": "Bolder", "size": "Medium", "color": color(n)})
+		text(clip(label(n)+cmp.Or(inc.Title, inc.Reason, "herald: "+n.ID()), maxTitle), map[string]any{"weight": "Bolder", "size": "Medium", "color": color(n)})
 		if level == minimal {
 			text(escape(clip(inc.Text, minimalLen)), nil)
 		} else {

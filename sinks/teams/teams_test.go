@@ -123,3 +123,20 @@ func repeat(n incident.Notification, k int) []incident.Notification {
 	}
 	return out
 }
+
+// TestEmptyTextsMakeNoEmptyBlocks: Teams refuses a TextBlock without
+// text; a notification with no title or text still makes a valid card.
+func TestEmptyTextsMakeNoEmptyBlocks(t *testing.T) {
+	n := notification(incident.Firing)
+	n.Incident.Title, n.Incident.Text, n.Incident.Reason = "", " ", ""
+	n.Context = &incident.Context{Logs: &incident.Logs{Lines: []string{""}}}
+	for _, m := range []incident.Notification{n, {Transition: incident.Digest}} {
+		body, err := Render(m, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, problems := oncalltest.CheckTeamsMessage(body); len(problems) > 0 {
+			t.Errorf("%s: %v", m.Transition, problems)
+		}
+	}
+}
