@@ -15,7 +15,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/herald ./cmd/herald
 
 # etcd, kube-apiserver, the real node's kubelet, scheduler and
-# controller-manager, helm and promtool for the tests (minutes the first
+# controller-manager, helm, promtool and Alertmanager for the tests (minutes the first
 # time), and Debian's containerd, runc and CNI plugins (apt-get, as root)
 # when missing: docs/testing.md.
 testenv:
