@@ -152,18 +152,10 @@ func (c *Config) validateDestinations(p string, s *Sink, add func(string, string
 	}
 	if t := s.Teams; t != nil {
 		p := p + ".teams"
-		switch {
-		case t.URLFrom != nil && t.URL != "":
-			add(p+".url", "set url or urlFrom, not both")
-		case t.URLFrom != nil:
-			c.resolveSecret(p+".urlFrom", t.URLFrom, add)
-			if v := t.URLFrom.resolved; v != "" {
-				validateURL(p+".urlFrom", v.Reveal(), add)
-			}
-		case t.URL == "":
+		if t.URL == "" && t.URLFrom == nil {
 			add(p, "a teams sink needs the Workflows webhook URL: urlFrom: {file: /etc/herald/teams-url} (it carries a signature)")
-		default:
-			validateURL(p+".url", t.URL, add)
+		} else {
+			c.validateURLOrSecret(p, t.URL, t.URLFrom, add)
 		}
 		c.validateTLS(p+".tls", t.TLS, add)
 	}

@@ -74,17 +74,7 @@ func (c *Config) validate() Errors {
 			add(p+".queueSize", "must be at least 1")
 		}
 		if w := s.Webhook; w != nil {
-			switch {
-			case w.URLFrom != nil && w.URL != "":
-				add(p+".webhook.url", "set url or urlFrom, not both")
-			case w.URLFrom != nil:
-				c.resolveSecret(p+".webhook.urlFrom", w.URLFrom, add)
-				if v := w.URLFrom.resolved; v != "" {
-					validateURL(p+".webhook.urlFrom", v.Reveal(), add)
-				}
-			default:
-				validateURL(p+".webhook.url", w.URL, add)
-			}
+			c.validateURLOrSecret(p+".webhook", w.URL, w.URLFrom, add)
 			for j := range w.Secrets {
 				c.resolveSecret(fmt.Sprintf("%s.webhook.secrets[%d]", p, j), &w.Secrets[j], add)
 			}
@@ -240,6 +230,22 @@ func validateURL(p, raw string, add func(string, string, ...any)) {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			add(p, "URL port %s is not between 1 and 65535", port)
 		}
+	}
+}
+
+// validateURLOrSecret checks a URL given in the clear (url) or read
+// from a secret (urlFrom), at path p.
+func (c *Config) validateURLOrSecret(p, url string, from *SecretRef, add func(string, string, ...any)) {
+	switch {
+	case from != nil && url != "":
+		add(p+".url", "set url or urlFrom, not both")
+	case from != nil:
+		c.resolveSecret(p+".urlFrom", from, add)
+		if v := from.resolved; v != "" {
+			validateURL(p+".urlFrom", v.Reveal(), add)
+		}
+	default:
+		validateURL(p+".url", url, add)
 	}
 }
 

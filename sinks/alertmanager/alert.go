@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/sinks"
 )
 
 // Alert is Alertmanager's postableAlert (its API v2 OpenAPI schema):
@@ -54,7 +55,7 @@ func (s *Sink) alert(n incident.Notification) Alert {
 	annotations := map[string]string{}
 	note := func(k, v string) {
 		if v != "" {
-			annotations[k] = head(v, maxAnnotation)
+			annotations[k] = sinks.Head(v, maxAnnotation)
 		}
 	}
 	note("summary", inc.Title)
@@ -65,7 +66,7 @@ func (s *Sink) alert(n incident.Notification) Alert {
 	if c := n.Context; c != nil {
 		note("hint", c.Hint)
 		if text := contextText(c); text != "" {
-			annotations["context"] = tail(text, maxAnnotation) // the last log lines matter most
+			annotations["context"] = sinks.Tail(text, maxAnnotation) // the last log lines matter most
 		}
 	}
 	a := Alert{Labels: labels, Annotations: annotations, StartsAt: inc.FirstSeen.UTC(), GeneratorURL: s.opts.GeneratorURL}
@@ -86,36 +87,10 @@ func contextText(c *incident.Context) string {
 		fmt.Fprintf(&b, "Last log lines of %s:\n%s\n", l.Container, strings.Join(l.Lines, "\n"))
 	}
 	for _, e := range c.Events {
-		fmt.Fprintf(&b, "%s %s (×%d): %s\n", e.Type, e.Reason, e.Count, e.Message)
+		fmt.Fprintln(&b, sinks.EventLine(e))
 	}
 	if c.Unavailable != "" {
 		fmt.Fprintf(&b, "Context incomplete: %s\n", c.Unavailable)
 	}
 	return strings.TrimSpace(b.String())
-}
-
-// head keeps the start of s within max bytes, at a character boundary.
-func head(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	i := max - len("…")
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-// tail keeps the end of s within max bytes, at a character boundary.
-func tail(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	i := len(s) - max + len("…")
-	for i < len(s) && s[i]&0xC0 == 0x80 { // not inside a character
-		i++
-	}
-	return "…" + s[i:]
 }

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
@@ -123,7 +122,7 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 // Event is the Events API event for n.
 func (s *Sink) Event(n incident.Notification) Event {
 	inc := n.Incident
-	e := Event{RoutingKey: s.opts.RoutingKey, DedupKey: clip(inc.ID, MaxDedupKey), Client: "herald"}
+	e := Event{RoutingKey: s.opts.RoutingKey, DedupKey: sinks.Head(inc.ID, MaxDedupKey), Client: "herald"}
 	switch n.Transition {
 	case incident.Resolved:
 		e.EventAction = "resolve"
@@ -140,11 +139,11 @@ func (s *Sink) Event(n incident.Notification) Event {
 	}
 	details := map[string]string{"text": inc.Text, "rule": inc.Rule, "incident": inc.ID, "transition": string(n.Transition)}
 	for k, v := range inc.Facts {
-		details["fact."+k] = clip(v, maxDetail)
+		details["fact."+k] = sinks.Head(v, maxDetail)
 	}
 	add := func(k, v string) {
 		if v != "" {
-			details[k] = clip(v, maxDetail)
+			details[k] = sinks.Head(v, maxDetail)
 		}
 	}
 	add("change", n.Change)
@@ -152,17 +151,17 @@ func (s *Sink) Event(n incident.Notification) Event {
 	if c := n.Context; c != nil {
 		add("hint", c.Hint)
 		if c.Logs != nil && len(c.Logs.Lines) > 0 {
-			details["logs"] = tail(strings.Join(c.Logs.Lines, "\n"), maxDetail)
+			details["logs"] = sinks.Tail(strings.Join(c.Logs.Lines, "\n"), maxDetail)
 		}
 		var events []string
 		for _, ev := range c.Events {
-			events = append(events, fmt.Sprintf("%s %s (×%d): %s", ev.Type, ev.Reason, ev.Count, ev.Message))
+			events = append(events, sinks.EventLine(ev))
 		}
 		add("events", strings.Join(events, "\n"))
 		add("contextUnavailable", c.Unavailable)
 	}
 	e.Payload = &Payload{
-		Summary: clip(inc.Title, MaxSummary), Source: clip(source, MaxSummary), Severity: severity(inc.Severity),
+		Summary: sinks.Head(inc.Title, MaxSummary), Source: sinks.Head(source, MaxSummary), Severity: severity(inc.Severity),
 		Timestamp: n.Time.UTC().Format(time.RFC3339), Component: inc.Object.Name, Group: cmp.Or(s.opts.ClusterName, inc.Object.Namespace),
 		Class: inc.Reason, CustomDetails: details,
 	}
@@ -179,33 +178,6 @@ func severity(s string) string {
 		return s
 	}
 	return "error"
-}
-
-// clip keeps at most max bytes of s, at a character boundary.
-func clip(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	i := max - len("…")
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-// tail keeps the last max bytes of s, at a character boundary: the last
-// log lines matter most.
-func tail(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	i := len(s) - max + len("…")
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return "…" + s[i:]
 }
 
 func nonEmpty(ss ...string) []string {

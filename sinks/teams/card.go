@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
@@ -85,7 +84,7 @@ func card(n incident.Notification, cluster string, level detail) map[string]any 
 				if i == maxEvents {
 					break
 				}
-				events = append(events, escape(clip(fmt.Sprintf("- %s %s (×%d): %s", e.Type, e.Reason, e.Count, e.Message), maxFact)))
+				events = append(events, escape(clip("- "+sinks.EventLine(e), maxFact)))
 			}
 			if len(events) > 0 {
 				text(strings.Join(events, "\n"), nil)
@@ -168,23 +167,7 @@ func escape(s string) string {
 
 var markdown = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "`", "\\`", "#", `\#`)
 
-// clip keeps at most max characters of s, ending in … when it cut.
-func clip(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max-1]) + "…"
-}
-
-// tail keeps the last max characters of s: the last log lines matter
-// most.
-func tail(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	r := []rune(s)
-	return "…" + string(r[len(r)-max+1:])
-}
+// clip and tail keep at most max characters of the start or the end of s
+// (Adaptive Cards count characters).
+func clip(s string, max int) string { return sinks.Truncate(max, s) }
+func tail(s string, max int) string { return sinks.TruncateEnd(max, s) }

@@ -121,24 +121,7 @@ var bodyFuncs = template.FuncMap{
 	"colorHex": func(p sinks.Payload) string { return fmt.Sprintf("#%06x", color(p)) },
 }
 
-func truncate(n int, s string) string {
-	if n <= 0 {
-		return ""
-	}
-	// One pass up to the (n+1)th character: log tails can be large, and
-	// a template may truncate them several times.
-	cut, count := len(s), 0
-	for i := range s {
-		if count == n-1 {
-			cut = i
-		}
-		if count == n {
-			return strings.ToValidUTF8(s[:cut], "\uFFFD") + "…"
-		}
-		count++
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
-}
+func truncate(n int, s string) string { return sinks.Truncate(n, s) }
 
 func color(p sinks.Payload) int {
 	switch {

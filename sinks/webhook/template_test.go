@@ -297,19 +297,6 @@ func TestTemplatedBodyIsSent(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
-	for _, tt := range []struct {
-		n       int
-		in, out string
-	}{
-		{3, "abc", "abc"}, {3, "abcd", "ab…"}, {1, "ab", "…"}, {0, "ab", ""}, {2, "üü", "üü"}, {2, "üüü", "ü…"}, {4, "a\xffb", "a\uFFFDb"},
-	} {
-		if got := truncate(tt.n, tt.in); got != tt.out {
-			t.Errorf("truncate(%d, %q) = %q, want %q", tt.n, tt.in, got, tt.out)
-		}
-	}
-}
-
 func BenchmarkRenderDocumented(b *testing.B) {
 	templates := documented(b)
 	n := hostile("shop/api: crash-looping", strings.Repeat("Restarted 5 times. ", 200), strings.Repeat("x", 200), 100)[0]

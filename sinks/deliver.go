@@ -1,0 +1,155 @@
+package sinks
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
+)
+
+// This file is a lane's worker: it takes notifications (or a digest's
+// worth) from the queue and delivers them, retrying what may succeed later.
+
+// start runs the lane's worker, and its refresher if the sink is one.
+func (d *Dispatcher) start(ctx context.Context, wg *sync.WaitGroup, l *lane) {
+	wg.Go(func() { d.work(ctx, l) })
+	if l.open != nil {
+		wg.Go(func() { d.refresh(ctx, l, l.every) })
+	}
+}
+
+func (d *Dispatcher) work(ctx context.Context, l *lane) {
+	if l.Close != nil {
+		defer l.Close()
+	}
+	closed, retired := d.closed, l.retired
+	draining := false
+	for {
+		if ctx.Err() != nil {
+			if left := l.depth(); left > 0 {
+				d.logger.Error("notifications left undelivered at shutdown; the ledger keeps them for the next start", "sink", l.Sink.Name(), "count", left)
+			}
+			return
+		}
+		batch := l.take(d.batchSize(l))
+		if len(batch) == 0 {
+			if draining {
+				return
+			}
+			select {
+			case <-l.ready:
+			case <-closed:
+				draining, closed = true, nil
+			case <-retired:
+				draining, retired = true, nil
+			case <-ctx.Done():
+			}
+			continue
+		}
+		if batch[0].refresh { // batches of a Refresher are single
+			cur, ok := l.current(batch[0].n)
+			if !ok {
+				continue // resolved meanwhile
+			}
+			batch[0].n = cur
+		}
+		d.deliver(ctx, l, batch)
+	}
+}
+
+// batchSize is 1, unless the sink is rate limited, can send digests, and
+// more wait than the limit lets out within digestWindow.
+func (d *Dispatcher) batchSize(l *lane) int {
+	if l.limiter == nil || l.open != nil {
+		return 1
+	}
+	if _, ok := l.Sink.(BatchSender); !ok {
+		return 1
+	}
+	if l.depth() > float64(l.limiter.Limit())*digestWindow.Seconds() {
+		return maxDigest
+	}
+	return 1
+}
+
+// deliver sends one notification (or a batch as one digest), retrying
+// transient failures with exponential backoff and jitter, or the wait the
+// receiver asked for, until it succeeds, fails permanently, passes the
+// lane's MaxAge, or ctx ends.
+func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
+	name := l.Sink.Name()
+	ns := make([]incident.Notification, len(batch))
+	for i, q := range batch {
+		ns[i] = q.n
+	}
+	id := ns[0].ID()
+	if len(ns) > 1 {
+		id = fmt.Sprintf("%s (+%d in a digest)", id, len(ns)-1)
+	}
+	backoff := minBackoff
+	for attempt := 1; ; attempt++ {
+		if l.limiter != nil {
+			if err := l.limiter.Wait(ctx); err != nil {
+				return
+			}
+		}
+		start := time.Now()
+		var err error
+		if len(ns) == 1 {
+			err = l.Sink.Send(ctx, ns[0])
+		} else {
+			err = l.Sink.(BatchSender).SendBatch(ctx, ns)
+		}
+		d.metrics.SendSeconds.WithLabelValues(name).Observe(time.Since(start).Seconds())
+		if err == nil && batch[0].refresh {
+			d.metrics.Refreshes.WithLabelValues(name).Inc()
+			return
+		}
+		if err == nil {
+			for _, n := range ns {
+				l.remember(n)
+			}
+			d.metrics.Sent.WithLabelValues(name).Add(float64(len(ns)))
+			if len(ns) > 1 {
+				d.metrics.Digests.WithLabelValues(name).Inc()
+			}
+			d.logger.Debug("notification delivered", "sink", name, "id", id, "attempt", attempt)
+			if d.delivered != nil {
+				for _, n := range ns {
+					d.delivered(n, name)
+				}
+			}
+			return
+		}
+		retry, after := IsRetryable(err)
+		if !retry {
+			d.metrics.Failed.WithLabelValues(name, "permanent").Add(float64(len(ns)))
+			d.logger.Error("notification rejected by the sink, not retrying", "sink", name, "id", id, "error", err)
+			return
+		}
+		d.metrics.Failed.WithLabelValues(name, "transient").Inc()
+		if batch[0].refresh && time.Since(batch[0].enqueued) > l.every {
+			d.logger.Warn("refresh not delivered before the next one is due; left to it", "sink", name, "id", id, "error", err)
+			return
+		}
+		if age := time.Since(batch[0].enqueued); age > l.MaxAge {
+			d.metrics.GaveUp.WithLabelValues(name).Add(float64(len(ns)))
+			d.logger.Error("giving up on a notification after retrying it for the sink's maximum age; the ledger keeps it as undelivered",
+				"sink", name, "id", id, "age", age.Round(time.Second), "attempts", attempt, "error", err)
+			return
+		}
+		jittered := time.Duration(float64(backoff) * (0.5 + rand.Float64()/2))
+		wait := max(after, jittered)
+		d.metrics.Retries.WithLabelValues(name).Inc()
+		d.logger.Warn("notification not delivered, will retry", "sink", name, "id", id, "attempt", attempt, "retryIn", wait.Round(time.Millisecond), "error", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(backoff*2, l.MaxBackoff)
+	}
+}
