@@ -6,7 +6,7 @@
 // together (one alert with the crashed container's log lines, one paced
 // update), a container killed for memory (one OOMKilled alert), a crash
 // loop that recovers (resolved after the settle time), and a crash-looping
-// pod that is deleted.
+// pod that is deleted; and the same alerts active in a real Alertmanager.
 //
 //	go run ./internal/demo -herald bin/herald -config examples/demo.yaml
 package main
@@ -14,12 +14,16 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -71,6 +75,16 @@ func run(heraldBin, configPath string) error {
 	}
 	say("installing the chart's Silence CRD (charts/herald/crds/)")
 	if err := env.InstallCRDs(ctx, "charts/herald/crds/silences.herald.io.yaml"); err != nil {
+		return err
+	}
+
+	say("starting Alertmanager %s (herald's alertmanager sink posts there)", testenv.AlertmanagerVersion)
+	am, err := testenv.RunAlertmanager(ctx, env.Dir, 5*time.Minute, func(f string, a ...any) { fmt.Printf("    "+f+"\n", a...) })
+	if err != nil {
+		return err
+	}
+	defer am.Stop()
+	if configPath, err = withAlertmanager(configPath, env.Dir, am.URL); err != nil {
 		return err
 	}
 
@@ -130,6 +144,9 @@ func run(heraldBin, configPath string) error {
 		return err
 	}
 	say("first alert %s after the Deployment was created (the kubelet's first restart and back-off)", time.Since(start).Round(time.Second))
+	if err := showAlertmanager(am.URL, "CrashLoopBackOff"); err != nil {
+		return err
+	}
 
 	say("a memory hog: cache's container allocates 256 MiB under a 48Mi limit and the kernel kills it, again and again. Expect one FIRING for OOMKilled with the limit, and no crash-loop alert beside it")
 	hog := workload("-alloc-mb", "256")
@@ -218,6 +235,61 @@ func silenceScene(ctx context.Context, client kubernetes.Interface, heraldBin, k
 		return fmt.Errorf("batch fired %s before its silence ended", early.Round(100*time.Millisecond))
 	}
 	say("batch fired %s after its silence ended: muted while the silence lasted, nothing lost", time.Since(ends).Round(100*time.Millisecond))
+	return nil
+}
+
+// withAlertmanager writes a copy of the configuration whose alertmanager
+// sink points at url, the Alertmanager the demo started.
+func withAlertmanager(configPath, dir, url string) (string, error) {
+	data, err := os.ReadFile(configPath)
+	if err != nil {
+		return "", err
+	}
+	const placeholder = "http://127.0.0.1:9093"
+	if !strings.Contains(string(data), placeholder) {
+		return "", fmt.Errorf("%s has no alertmanager sink at %s", configPath, placeholder)
+	}
+	out := filepath.Join(dir, "herald-demo.yaml")
+	return out, os.WriteFile(out, []byte(strings.ReplaceAll(string(data), placeholder, url)), 0o600)
+}
+
+// amAlert is an alert as Alertmanager's API shows it.
+type amAlert struct {
+	Labels map[string]string      `json:"labels"`
+	Status struct{ State string } `json:"status"`
+}
+
+// showAlertmanager prints the alerts Alertmanager holds (its own API),
+// waiting up to 10 s for one named alertname.
+func showAlertmanager(url, alertname string) error {
+	var alerts []amAlert
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/api/v2/alerts")
+		if err != nil {
+			return err
+		}
+		err = json.NewDecoder(resp.Body).Decode(&alerts)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(alerts, func(a amAlert) bool { return a.Labels["alertname"] == alertname }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no %s alert in Alertmanager within 10s", alertname)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	say("Alertmanager (GET %s/api/v2/alerts) holds:", url)
+	for _, a := range alerts {
+		var labels []string
+		for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
+			labels = append(labels, k+"="+a.Labels[k])
+		}
+		fmt.Printf("    \033[35malertmanager>\033[0m %s {%s}\n", a.Status.State, strings.Join(labels, ", "))
+	}
 	return nil
 }
 

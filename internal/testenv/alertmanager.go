@@ -28,28 +28,37 @@ type Alertmanager struct {
 	proc *process
 }
 
-// StartAlertmanager runs one Alertmanager for the test, alone (no
-// clustering: Prometheus-style senders post to every replica, which is
-// what herald does too), with resolveTimeout as its global resolve_timeout
-// and a receiver that sends nowhere. It stops when the test ends.
+// StartAlertmanager runs one Alertmanager for the test (RunAlertmanager)
+// and stops it when the test ends.
 func StartAlertmanager(t testing.TB, resolveTimeout time.Duration) *Alertmanager {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bin, err := EnsureAlertmanager(ctx, t.Logf)
+	am, err := RunAlertmanager(ctx, t.TempDir(), resolveTimeout, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	t.Cleanup(am.Stop)
+	return am
+}
+
+// RunAlertmanager runs one Alertmanager in dir, alone (no clustering:
+// Prometheus-style senders post to every replica, which is what herald
+// does too), with resolveTimeout as its global resolve_timeout and a
+// receiver that sends nowhere. Stop it with Stop.
+func RunAlertmanager(ctx context.Context, dir string, resolveTimeout time.Duration, logf func(format string, args ...any)) (*Alertmanager, error) {
+	bin, err := EnsureAlertmanager(ctx, logf)
+	if err != nil {
+		return nil, err
+	}
 	cfg := fmt.Sprintf("global:\n  resolve_timeout: %s\nroute:\n  receiver: nowhere\n  group_wait: 1s\nreceivers:\n  - name: nowhere\n", resolveTimeout)
 	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	var am *Alertmanager
-	for attempt := 0; attempt < 3 && am == nil; attempt++ { // a port taken between freePorts and the bind: try another
+	for attempt := range 3 { // a port taken between freePorts and the bind: try another
 		ports, err := freePorts(1)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		url := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 		proc, err := startProcess(bin, filepath.Join(dir, fmt.Sprintf("alertmanager-%d.log", attempt)),
@@ -60,21 +69,19 @@ func StartAlertmanager(t testing.TB, resolveTimeout time.Duration) *Alertmanager
 			"--log.level=warn",
 		)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if waitReady(url, proc, 30*time.Second) {
-			am = &Alertmanager{URL: url, proc: proc}
-			break
+			return &Alertmanager{URL: url, proc: proc}, nil
 		}
-		t.Logf("alertmanager did not start:\n%s", proc.tail(20))
+		logf("alertmanager did not start:\n%s", proc.tail(20))
 		proc.stop()
 	}
-	if am == nil {
-		t.Fatal("alertmanager did not become ready")
-	}
-	t.Cleanup(am.proc.stop)
-	return am
+	return nil, fmt.Errorf("alertmanager did not become ready (logs in %s)", dir)
 }
+
+// Stop stops the Alertmanager.
+func (am *Alertmanager) Stop() { am.proc.stop() }
 
 // waitReady polls /-/ready until it answers 200, the process exits, or the
 // time is up.
