@@ -108,9 +108,10 @@ var bodyFuncs = template.FuncMap{
 	"join":  func(sep string, s []string) string { return strings.Join(s, sep) },
 	"upper": strings.ToUpper,
 	"lower": strings.ToLower,
-	// default is value, or def when value is empty.
+	// default is value, or def when value is empty or blank (chat tools
+	// refuse a blank title).
 	"default": func(def, value string) string {
-		if value == "" {
+		if strings.TrimSpace(value) == "" {
 			return def
 		}
 		return value
