@@ -91,6 +91,12 @@ func Reason(b []byte) string {
 	return s
 }
 
+// RedactURL keeps scheme and host of u: webhook and Workflows URLs carry
+// their secret in the path or query, so logs never show either.
+func RedactURL(u *url.URL) string {
+	return u.Scheme + "://" + u.Host + "/<redacted>"
+}
+
 // RedactURLError drops the URL net/http repeats in its errors.
 func RedactURLError(err error) error {
 	var ue *url.Error

@@ -51,7 +51,7 @@ func New(opts Options) (*Sink, error) {
 		return nil, fmt.Errorf("teams %s: %w", opts.Name, err)
 	}
 	// A Workflows URL carries its signature in the query: never shown.
-	return &Sink{opts: opts, client: client, what: fmt.Sprintf("teams %s (%s://%s/<redacted>)", opts.Name, u.Scheme, u.Host)}, nil
+	return &Sink{opts: opts, client: client, what: fmt.Sprintf("teams %s (%s)", opts.Name, sinks.RedactURL(u))}, nil
 }
 
 // Name implements sinks.Sink.

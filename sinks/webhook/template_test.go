@@ -71,42 +71,19 @@ var chatTools = map[string]func(doc map[string]any) []string{
 	},
 	// Mattermost's incoming webhook: text or attachments; a post ≤ 16,383
 	// characters; every attachment needs its plain-text fallback.
-	"mattermost": func(doc map[string]any) (bad []string) {
-		text, _ := doc["text"].(string)
+	"mattermost": func(doc map[string]any) []string {
+		bad := textOrAttachments(doc, 16383)
 		atts, _ := doc["attachments"].([]any)
-		if text == "" && len(atts) == 0 {
-			bad = append(bad, "needs text or attachments")
-		}
-		total := chars(text)
 		for _, a := range atts {
 			am, _ := a.(map[string]any)
 			fallback, _ := am["fallback"].(string)
 			bad = append(bad, required("attachment fallback", fallback, 16383)...)
-			total += textOf(am)
-		}
-		if total > 16383 {
-			bad = append(bad, fmt.Sprintf("post of %d characters is over 16383", total))
 		}
 		return bad
 	},
 	// Rocket.Chat's incoming webhook: text or attachments; a message ≤
 	// 5,000 characters (the server's default Message_MaxAllowedSize).
-	"rocketchat": func(doc map[string]any) (bad []string) {
-		text, _ := doc["text"].(string)
-		atts, _ := doc["attachments"].([]any)
-		if text == "" && len(atts) == 0 {
-			bad = append(bad, "needs text or attachments")
-		}
-		total := chars(text)
-		for _, a := range atts {
-			am, _ := a.(map[string]any)
-			total += textOf(am)
-		}
-		if total > 5000 {
-			bad = append(bad, fmt.Sprintf("message of %d characters is over 5000", total))
-		}
-		return bad
-	},
+	"rocketchat": func(doc map[string]any) []string { return textOrAttachments(doc, 5000) },
 }
 
 func chars(s string) int { return utf8.RuneCountInString(s) }
@@ -123,6 +100,26 @@ func required(what, s string, max int) []string {
 		return []string{what + " is empty"}
 	}
 	return limit(what, s, max)
+}
+
+// textOrAttachments checks a Slack-style incoming-webhook message
+// (Mattermost, Rocket.Chat): text or attachments, at most max characters
+// of text in all.
+func textOrAttachments(doc map[string]any, max int) (bad []string) {
+	text, _ := doc["text"].(string)
+	atts, _ := doc["attachments"].([]any)
+	if text == "" && len(atts) == 0 {
+		bad = append(bad, "needs text or attachments")
+	}
+	total := chars(text)
+	for _, a := range atts {
+		am, _ := a.(map[string]any)
+		total += textOf(am)
+	}
+	if total > max {
+		bad = append(bad, fmt.Sprintf("message of %d characters is over %d", total, max))
+	}
+	return bad
 }
 
 // textOf counts an attachment's text: its text, title and fields.

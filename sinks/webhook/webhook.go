@@ -57,7 +57,7 @@ func New(opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook %s: %w", opts.Name, err)
 	}
-	s := &Sink{opts: opts, client: client, redacted: Redact(u), now: time.Now}
+	s := &Sink{opts: opts, client: client, redacted: sinks.RedactURL(u), now: time.Now}
 	if opts.Body != "" {
 		if s.body, err = CompileBody(opts.Body); err != nil {
 			return nil, fmt.Errorf("webhook %s: body: %w", opts.Name, err)
@@ -71,12 +71,6 @@ func New(opts Options) (*Sink, error) {
 		s.keys = append(s.keys, key)
 	}
 	return s, nil
-}
-
-// Redact keeps scheme and host of u: webhook URLs often carry their secret
-// in the path or query, so logs never show either.
-func Redact(u *url.URL) string {
-	return u.Scheme + "://" + u.Host + "/<redacted>"
 }
 
 // Name implements sinks.Sink.
