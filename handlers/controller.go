@@ -73,6 +73,7 @@ type Controller struct {
 	nsLabels  rules.NamespaceLabels
 	ruleErrs  *ratelog.Limiter
 	lateKinds []string // kinds whose informer could not be made yet
+	outbox    *outbox
 }
 
 // New registers event handlers on an informer for every kind the rules
@@ -91,6 +92,7 @@ func New(opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[watcher.Key]{Name: "herald", MetricsProvider: opts.Metrics.Queue},
 		),
 		ruleErrs: ratelog.New(time.Minute, opts.Now),
+		outbox:   newOutbox(opts.Dispatcher),
 	}
 	c.rules.Store(opts.Rules)
 	// Pods are cached compact unless a rule needs the whole object; the
@@ -234,47 +236,48 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // the rules what is wrong with it, and lets the incident tracker decide
 // what is new, what is over, and what was already said.
 func (c *Controller) reconcile(ctx context.Context, key watcher.Key) error {
-	notes, err := c.evaluate(key)
+	a, err := c.assess(key)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, n := range notes {
-		if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return c.outbox.hand(ctx, func() []incident.Notification { return c.track(key, a) })
 }
 
-// evaluate reads the object, runs the rules and updates the incidents; it
-// returns the notifications to send.
-func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) {
+// assessment is what the rules found on an object.
+type assessment struct {
+	exists   bool
+	findings []rules.Finding
+	start    time.Time // the reconcile's, for its duration
+}
+
+// assess reads the object from the cache and runs the rules on it.
+func (c *Controller) assess(key watcher.Key) (assessment, error) {
 	start := time.Now()
-	defer func() { c.Metrics.ReconcileSeconds.Observe(time.Since(start).Seconds()) }()
 	obj, exists, err := c.Watcher.Get(key)
-	if err != nil {
-		return nil, err
+	if err != nil || !exists {
+		return assessment{start: start}, err
 	}
-	var findings []rules.Finding
-	if exists {
-		var ruleErrs []rules.RuleError
-		findings, ruleErrs = c.rules.Load().Evaluate(key.Kind, obj, c.Now(), c.nsLabels)
-		for _, re := range ruleErrs {
-			// One bad rule must not stop the others, nor flood the log:
-			// count every failure, log one per rule per minute.
-			c.Metrics.RuleErrors.WithLabelValues(re.Rule).Inc()
-			if n, ok := c.ruleErrs.Allow(re.Rule); ok {
-				c.Logger.Error("rule evaluation failed", "rule", re.Rule, "object", key.String(), "error", re.Err, "failuresSinceLastLog", n)
-			}
+	findings, ruleErrs := c.rules.Load().Evaluate(key.Kind, obj, c.Now(), c.nsLabels)
+	for _, re := range ruleErrs {
+		// One bad rule must not stop the others, nor flood the log:
+		// count every failure, log one per rule per minute.
+		c.Metrics.RuleErrors.WithLabelValues(re.Rule).Inc()
+		if n, ok := c.ruleErrs.Allow(re.Rule); ok {
+			c.Logger.Error("rule evaluation failed", "rule", re.Rule, "object", key.String(), "error", re.Err, "failuresSinceLastLog", n)
 		}
-		c.addGroups(obj, findings)
-		c.route(obj, findings)
 	}
+	c.addGroups(obj, findings)
+	c.route(obj, findings)
+	return assessment{exists: true, findings: findings, start: start}, nil
+}
+
+// track updates the object's incidents with what the rules found and
+// returns the notifications to send.
+func (c *Controller) track(key watcher.Key, a assessment) []incident.Notification {
 	var notes []incident.Notification
 	var recheck time.Duration
-	if exists {
-		notes, recheck = c.Incidents.Reconcile(key.String(), findings)
+	if a.exists {
+		notes, recheck = c.Incidents.Reconcile(key.String(), a.findings)
 	} else {
 		notes, recheck = c.Incidents.ReconcileGone(key.String())
 	}
@@ -285,7 +288,8 @@ func (c *Controller) evaluate(key watcher.Key) ([]incident.Notification, error) 
 		c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
 		c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "object", key.String(), "container", n.Incident.Container, "change", n.Change, "id", n.ID())
 	}
-	return notes, nil
+	c.Metrics.ReconcileSeconds.Observe(time.Since(a.start).Seconds())
+	return notes
 }
 
 // route applies the namespace's channel annotation.

@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
 )
 
 // heldTick is how often the leader looks for held updates that are due;
@@ -24,14 +26,18 @@ func (c *Controller) releaseHeld(ctx context.Context) {
 		case <-tick.C:
 		}
 		now := c.Now()
-		for _, n := range append(c.Incidents.ReleaseHeld(now), c.Incidents.ReleaseMuted(now)...) {
-			c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
-			c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "change", n.Change, "id", n.ID())
-			if err := c.Dispatcher.Dispatch(ctx, n); err != nil {
-				// The ledger still lists it as pending: the next leader
-				// or restart sends it.
-				c.Logger.Error("dispatching a held notification failed", "id", n.ID(), "error", err)
+		err := c.outbox.hand(ctx, func() []incident.Notification {
+			notes := append(c.Incidents.ReleaseHeld(now), c.Incidents.ReleaseMuted(now)...)
+			for _, n := range notes {
+				c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
+				c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "change", n.Change, "id", n.ID())
 			}
+			return notes
+		})
+		if err != nil {
+			// The ledger still lists them as pending: the next leader or
+			// restart sends them.
+			c.Logger.Error("dispatching held notifications failed", "error", err)
 		}
 	}
 }

@@ -43,13 +43,13 @@ func (c *Controller) startupReconcile(ctx context.Context) error {
 	}
 	var notes []incident.Notification
 	for k := range keys {
-		found, err := c.evaluate(k)
+		a, err := c.assess(k)
 		if err != nil {
 			c.Logger.Warn("startup reconcile failed; the worker will retry", "key", k.String(), "error", err)
 			c.queue.Add(k)
 			continue
 		}
-		notes = append(notes, found...)
+		notes = append(notes, c.track(k, a)...)
 	}
 	mode := "changes"
 	if c.FirstStart {
