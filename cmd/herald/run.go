@@ -62,6 +62,11 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintln(errOut, "herald run:", err)
 		return 2
 	}
+	if limit, err := setMemoryLimit(os.Getenv); err != nil {
+		logger.Warn("memory limit", "error", err)
+	} else if limit > 0 {
+		logger.Info("Go memory limit set from the container's", "bytes", limit, "share", memoryLimitShare)
+	}
 	// Everything that can be checked offline is checked before herald
 	// connects to anything: a bad config never half-starts.
 	cfg, ruleSet, err := loadConfig(*configPath)

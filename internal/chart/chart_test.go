@@ -100,6 +100,8 @@ func TestRenderedPolicy(t *testing.T) {
 		"runAsNonRoot: true", "readOnlyRootFilesystem: true", "drop: [ALL]", "type: RuntimeDefault",
 		"allowPrivilegeEscalation: false", "path: /healthz", "path: /readyz", "kind: PodDisruptionBudget",
 		"topologySpreadConstraints:", "replicas: 2", "--leader-elect=true",
+		// Go's soft memory limit follows the container's (cmd/herald/memlimit.go).
+		"name: HERALD_MEMORY_LIMIT\n              valueFrom: {resourceFieldRef: {resource: limits.memory}}",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered chart lacks %q", want)
@@ -110,6 +112,15 @@ func TestRenderedPolicy(t *testing.T) {
 	}
 	if strings.Contains(out, "checksum/config") {
 		t.Error("checksum annotation rendered although hot reload is on")
+	}
+	// Without a memory limit there is nothing to follow (the field would
+	// read the node's memory).
+	out, err = helm(t, "template", "herald", chartDir, "-n", "herald", "--kube-version", "1.36.0", "--set", "resources.limits=null")
+	if err != nil {
+		t.Fatal(out)
+	}
+	if strings.Contains(out, "HERALD_MEMORY_LIMIT") {
+		t.Error("HERALD_MEMORY_LIMIT rendered without resources.limits.memory")
 	}
 }
 
