@@ -26,6 +26,7 @@ func main() {
 	step := flag.Duration("step", 10*time.Second, "how long each rate is offered")
 	drain := flag.Duration("drain", 30*time.Second, "how long to wait for late events after a step")
 	dir := flag.String("out", ".cache/bench", "directory for bench.json, profiles and logs")
+	onlyAsked := flag.Bool("only-asked", false, "offer only -rates, not 80% and 100% of r_max")
 	soak := flag.Duration("soak", 0, "instead of the benchmark, churn at half of r_max for this long and sample herald every 10 s (make soak)")
 	soakPods := flag.Int("soak-pods", 5000, "pods for -soak")
 	flag.Parse()
@@ -44,7 +45,7 @@ func main() {
 		return
 	}
 
-	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, Step: *step, Drain: *drain, Dir: *dir, Logf: logf}
+	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, OnlyAsked: *onlyAsked, Step: *step, Drain: *drain, Dir: *dir, Logf: logf}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 10 {
@@ -70,5 +71,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "herald-bench:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("\nreport: %s/bench.json; profiles: %s/heap-*.pprof, %s/cpu.pprof; took %s\n", *dir, *dir, *dir, time.Since(start).Round(time.Second))
+	fmt.Printf("\nreport: %s/bench.json; profiles: %s/heap-*.pprof, %s/cpu-{idle,<rate>}.pprof; took %s\n", *dir, *dir, *dir, time.Since(start).Round(time.Second))
 }

@@ -47,6 +47,10 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// IdleWindow is how long herald's idle CPU is measured (and then
+// profiled).
+const IdleWindow = 15 * time.Second
+
 // Patchers is how many goroutines send status patches, for r_max and the
 // open-loop steps alike.
 const Patchers = 64
@@ -222,16 +226,17 @@ func (r *run) churn(ctx context.Context) error {
 	if err := h.waitWorking(5 * time.Minute); err != nil {
 		return err
 	}
-	for i, rate := range rates {
-		var profile <-chan error
-		if i == len(rates)-1 { // the busiest step shows what costs CPU
-			profile = h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, "cpu.pprof"))
-		}
+	if r.report.IdleCPU, err = h.idle(IdleWindow, filepath.Join(r.opts.Dir, "cpu-idle.pprof")); err != nil {
+		return err
+	}
+	r.opts.Logf("bench: idle on %d pods: %.2f%% of a core", r.pods.n, 100*r.report.IdleCPU)
+	for _, rate := range rates {
+		// Every step is profiled: what costs CPU differs between a
+		// trickle (fixed costs) and a storm (per-notification costs).
+		profile := h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, fmt.Sprintf("cpu-%.0f.pprof", rate)))
 		res := r.step(ctx, rate, &r.recv.current, h)
-		if profile != nil {
-			if err := <-profile; err != nil {
-				r.opts.Logf("bench: CPU profile: %v", err)
-			}
+		if err := <-profile; err != nil {
+			r.opts.Logf("bench: CPU profile: %v", err)
 		}
 		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
 	}

@@ -206,6 +206,27 @@ func (h *heraldProc) cpuProfile(d time.Duration, path string) <-chan error {
 	return done
 }
 
+// idle profiles herald for d into path, then measures its CPU share over
+// another d with nothing changing (apart, so the profiler's own cost is
+// not counted; the first window also lets the start's last work, such as
+// returning the initial list's memory to the OS, finish).
+func (h *heraldProc) idle(d time.Duration, path string) (float64, error) {
+	if err := <-h.cpuProfile(d, path); err != nil {
+		return 0, fmt.Errorf("idle CPU profile: %w", err)
+	}
+	cpu0, err := h.cpuSeconds()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	time.Sleep(d) // the measurement window itself: herald is left alone
+	cpu1, err := h.cpuSeconds()
+	if err != nil {
+		return 0, err
+	}
+	return (cpu1 - cpu0) / time.Since(start).Seconds(), nil
+}
+
 // stop sends SIGTERM and waits for herald to drain and exit.
 func (h *heraldProc) stop() {
 	h.cmd.Process.Signal(syscall.SIGTERM)

@@ -28,8 +28,12 @@ type Report struct {
 
 	// RMax is the status patches per second the control plane answers
 	// with Patchers goroutines patching back to back (herald stopped).
-	RMax    float64       `json:"r_max"`
-	ChurnAt int           `json:"churn_pods"`
+	RMax    float64 `json:"r_max"`
+	ChurnAt int     `json:"churn_pods"`
+	// IdleCPU is herald's CPU time per second as leader with a synced
+	// cache and nothing changing, before the churn steps (a share of a
+	// core: 0.005 is 0.5%).
+	IdleCPU float64       `json:"idle_cpu_share"`
 	Churn   []ChurnResult `json:"churn"`
 	// Sustained is the highest rate herald kept up with: every
 	// notification delivered exactly once and p99.9 under a second.
@@ -139,6 +143,7 @@ func (r *Report) Table(w io.Writer) {
 	if len(r.Churn) == 0 {
 		return
 	}
+	fmt.Fprintf(w, "\nidle on %d pods (leader, nothing changing): %.2f%% of a core\n", r.ChurnAt, 100*r.IdleCPU)
 	fmt.Fprintf(w, "\nchurn on %d pods, %.0f s per rate; r_max %.0f patches/s\n\n", r.ChurnAt, r.StepSecs, r.RMax)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rate/s\tpatches\tL0 p50\tL0 p99\tL0 p99.9\therald p50\tp99\tp99.9\tmax\tp99−L0 p99\tdelivered\tmissed\tdup\tunexpected\tCPU s/1000\t")
