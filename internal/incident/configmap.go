@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,13 +39,16 @@ type ConfigMapStore struct {
 	namespace string
 	name      string
 
-	written map[string]string          // shard name → data last written
-	encoded map[string]encodedIncident // incident ID → its JSON at the last write
+	written map[string]string           // shard name → data last written
+	holds   map[string][]held           // shard name → what that data holds
+	encoded map[string]*encodedIncident // incident ID → its JSON at the last write
+	calls   uint64                      // shard calls so far
 }
 
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client kubernetes.Interface, namespace, name string) *ConfigMapStore {
-	return &ConfigMapStore{client: client, namespace: namespace, name: name, written: map[string]string{}}
+	return &ConfigMapStore{client: client, namespace: namespace, name: name,
+		written: map[string]string{}, holds: map[string][]held{}, encoded: map[string]*encodedIncident{}}
 }
 
 func (s *ConfigMapStore) selector() string {
@@ -96,14 +100,13 @@ func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 	if err != nil {
 		return err
 	}
-	for name, data := range shards {
-		if s.written[name] == data {
-			continue
+	for name, sh := range shards {
+		if s.written[name] != sh.data {
+			if err := s.put(ctx, name, sh.data); err != nil {
+				return err
+			}
 		}
-		if err := s.put(ctx, name, data); err != nil {
-			return err
-		}
-		s.written[name] = data
+		s.wrote(name, sh)
 	}
 	for name := range s.written {
 		if _, ok := shards[name]; ok {
@@ -114,65 +117,122 @@ func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 			return fmt.Errorf("deleting old ledger shard %s: %w", name, err)
 		}
 		delete(s.written, name)
+		delete(s.holds, name)
 	}
 	return nil
 }
 
-// encodedIncident is an incident's JSON as of its revision.
+// wrote records that shard name now holds sh.
+func (s *ConfigMapStore) wrote(name string, sh shardData) {
+	s.written[name] = sh.data
+	s.holds[name] = sh.holds
+}
+
+// encodedIncident is an incident's JSON as of its revision, and the hash
+// of its ID that places it in a shard.
 type encodedIncident struct {
 	rev  uint64
 	json []byte
+	hash uint64
+	seen uint64 // the shard call that last met it
 }
 
-// shard encodes incs into shards, doubling the count until each fits.
-func (s *ConfigMapStore) shard(incs []Incident) (map[string]string, error) {
-	encoded := make([][]byte, len(incs))
+// held is one incident in a shard, as of its revision.
+type held struct {
+	id  string
+	rev uint64
+}
+
+// shardData is one shard's content: its data, and which incidents (at
+// which revisions) it holds.
+type shardData struct {
+	data  string
+	holds []held
+}
+
+// shard encodes incs into shards, doubling the count until each fits. A
+// shard holding the same incidents at the same revisions as when it was
+// last written is not built again: under churn most are not touched.
+func (s *ConfigMapStore) shard(incs []Incident) (map[string]shardData, error) {
+	s.calls++
+	encoded := make([]*encodedIncident, len(incs))
 	total := 0
-	keep := make(map[string]encodedIncident, len(incs))
 	for i, inc := range incs {
 		// Most incidents did not change since the last write: reuse
 		// their encoding rather than marshal the whole ledger each time.
-		e, ok := s.encoded[inc.ID]
-		if !ok || e.rev != inc.rev {
+		e := s.encoded[inc.ID]
+		if e == nil {
+			h := sha256.Sum256([]byte(inc.ID))
+			e = &encodedIncident{hash: binary.BigEndian.Uint64(h[:8])}
+			s.encoded[inc.ID] = e
+		}
+		if e.json == nil || e.rev != inc.rev {
 			b, err := json.Marshal(inc)
 			if err != nil {
 				return nil, err
 			}
-			e = encodedIncident{rev: inc.rev, json: b}
+			e.rev, e.json = inc.rev, b
 		}
-		keep[inc.ID] = e
-		encoded[i] = e.json
+		e.seen = s.calls
+		encoded[i] = e
 		total += len(e.json) + 1
 	}
-	s.encoded = keep
+	for id, e := range s.encoded {
+		if e.seen != s.calls {
+			delete(s.encoded, id) // gone from the ledger
+		}
+	}
 	n := 1
 	for n*targetShardBytes < total {
 		n *= 2
 	}
 	for ; ; n *= 2 {
-		parts := make([][]string, n)
-		for i, inc := range incs {
-			h := sha256.Sum256([]byte(inc.ID))
-			k := binary.BigEndian.Uint64(h[:8]) % uint64(n)
-			parts[k] = append(parts[k], string(encoded[i]))
-		}
-		out := map[string]string{}
+		parts := make([][]int, n)
+		sizes := make([]int, n)
 		fits := true
-		for k, p := range parts {
-			data := "[" + strings.Join(p, ",") + "]"
-			if len(data) > MaxShardBytes {
+		for i, e := range encoded {
+			k := e.hash % uint64(n)
+			parts[k] = append(parts[k], i)
+			if sizes[k] += len(e.json) + 1; sizes[k]+1 > MaxShardBytes {
 				fits = false
 				break
 			}
-			out[s.name+"-"+strconv.Itoa(n)+"-"+strconv.Itoa(k)] = data
 		}
 		if fits {
+			out := make(map[string]shardData, n)
+			for k, part := range parts {
+				name := s.name + "-" + strconv.Itoa(n) + "-" + strconv.Itoa(k)
+				out[name] = s.build(name, part, incs, encoded, sizes[k])
+			}
 			return out, nil
 		}
 		if n > 4096 {
 			return nil, fmt.Errorf("ledger of %d incidents does not fit %d shards", len(incs), n)
 		}
 	}
+}
+
+// build returns the data of the shard holding incs[part]: what was last
+// written if it holds the same incidents at the same revisions.
+func (s *ConfigMapStore) build(name string, part []int, incs []Incident, encoded []*encodedIncident, size int) shardData {
+	holds := make([]held, len(part))
+	for j, i := range part {
+		holds[j] = held{id: incs[i].ID, rev: encoded[i].rev}
+	}
+	if data, ok := s.written[name]; ok && slices.Equal(holds, s.holds[name]) {
+		return shardData{data: data, holds: holds}
+	}
+	var b strings.Builder
+	b.Grow(size + 2)
+	b.WriteByte('[')
+	for j, i := range part {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(encoded[i].json)
+	}
+	b.WriteByte(']')
+	return shardData{data: b.String(), holds: holds}
 }
 
 func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {

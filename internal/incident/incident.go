@@ -123,6 +123,9 @@ type Incident struct {
 	// restored, not changed since); the ledger re-encodes only incidents
 	// whose rev moved.
 	rev uint64
+	// snap is the ledger's copy of the incident as of snap.rev: reused
+	// by Snapshot until the incident changes.
+	snap *Incident
 }
 
 // Pending is one notification and the sinks that have not accepted it.

@@ -50,10 +50,10 @@ const FlushInterval = time.Second
 func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics) {
 	var saved uint64
 	flush := func(ctx context.Context) {
-		incs, version := t.Snapshot()
-		if version == saved {
-			return
+		if t.Version() == saved {
+			return // nothing changed: not even a copy of the ledger is made
 		}
+		incs, version := t.Snapshot()
 		if err := store.Save(ctx, incs); err != nil {
 			logger.Error("writing the incident ledger failed; will retry", "error", err)
 			m.failed()

@@ -377,6 +377,7 @@ func snapshot(inc *Incident) Incident {
 	s.Sinks = slices.Clone(inc.Sinks)
 	s.Starts = slices.Clone(inc.Starts)
 	s.Pending = nil
+	s.snap = nil
 	return s
 }
 

@@ -96,13 +96,24 @@ func (t *Tracker) Snapshot() ([]Incident, uint64) {
 			}
 		}
 	}
-	out := make([]Incident, 0, len(t.open)+len(t.resolved))
-	for _, inc := range t.all() {
-		s := snapshot(inc)
-		s.Pending = slices.Clone(inc.Pending)
-		out = append(out, s)
+	all := t.all()
+	// Sorted as pointers: swapping whole incidents cost more than the rest
+	// of the flush.
+	slices.SortFunc(all, func(a, b *Incident) int { return strings.Compare(a.ID, b.ID) })
+	out := make([]Incident, 0, len(all))
+	for _, inc := range all {
+		// Most incidents did not change since the last flush: their
+		// copy is reused rather than made again each second.
+		if inc.snap == nil || inc.snap.rev != inc.rev {
+			s := snapshot(inc)
+			s.Pending = slices.Clone(inc.Pending)
+			for i := range s.Pending { // Delivered edits these in place
+				s.Pending[i].Sinks = slices.Clone(s.Pending[i].Sinks)
+			}
+			inc.snap = &s
+		}
+		out = append(out, *inc.snap)
 	}
-	slices.SortFunc(out, func(a, b Incident) int { return strings.Compare(a.ID, b.ID) })
 	return out, t.version
 }
 
