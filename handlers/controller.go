@@ -284,12 +284,17 @@ func (c *Controller) track(key watcher.Key, a assessment) []incident.Notificatio
 	if recheck > 0 {
 		c.queue.AddAfter(key, recheck)
 	}
-	for _, n := range notes {
-		c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
-		c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "object", key.String(), "container", n.Incident.Container, "change", n.Change, "id", n.ID())
-	}
+	c.announce(notes, "object", key.String())
 	c.Metrics.ReconcileSeconds.Observe(time.Since(a.start).Seconds())
 	return notes
+}
+
+// announce counts and logs the notifications the tracker made.
+func (c *Controller) announce(notes []incident.Notification, attrs ...any) {
+	for _, n := range notes {
+		c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
+		c.Logger.Info("incident "+string(n.Transition), append([]any{"rule", n.Incident.Rule, "container", n.Incident.Container, "change", n.Change, "id", n.ID()}, attrs...)...)
+	}
 }
 
 // route applies the namespace's channel annotation.

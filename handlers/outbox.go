@@ -30,16 +30,16 @@ func newOutbox(next Dispatcher) *outbox {
 	return o
 }
 
-// hand calls make (which asks the tracker for notifications), queues what
+// hand calls produce (which asks the tracker for notifications), queues what
 // it returns, and returns once they are with the dispatcher. While another
 // caller is sending, it waits, and that caller sends its notifications
 // too: the wait is the back-pressure a full sink queue puts on the
 // workers. The error is the dispatcher's (only when ctx ends): what was
 // not handed on stays pending in the ledger for the next leader.
-func (o *outbox) hand(ctx context.Context, make func() []incident.Notification) error {
+func (o *outbox) hand(ctx context.Context, produce func() []incident.Notification) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.queue = append(o.queue, make()...)
+	o.queue = append(o.queue, produce()...)
 	for o.sending {
 		o.idle.Wait()
 	}

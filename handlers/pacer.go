@@ -28,10 +28,7 @@ func (c *Controller) releaseHeld(ctx context.Context) {
 		now := c.Now()
 		err := c.outbox.hand(ctx, func() []incident.Notification {
 			notes := append(c.Incidents.ReleaseHeld(now), c.Incidents.ReleaseMuted(now)...)
-			for _, n := range notes {
-				c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
-				c.Logger.Info("incident "+string(n.Transition), "rule", n.Incident.Rule, "change", n.Change, "id", n.ID())
-			}
+			c.announce(notes)
 			return notes
 		})
 		if err != nil {

@@ -40,7 +40,7 @@ type ConfigMapStore struct {
 	name      string
 
 	written map[string]string           // shard name → data last written
-	holds   map[string][]held           // shard name → what that data holds
+	holds   map[string][]shardEntry     // shard name → what that data holds
 	encoded map[string]*encodedIncident // incident ID → its JSON at the last write
 	calls   uint64                      // shard calls so far
 }
@@ -48,7 +48,7 @@ type ConfigMapStore struct {
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client kubernetes.Interface, namespace, name string) *ConfigMapStore {
 	return &ConfigMapStore{client: client, namespace: namespace, name: name,
-		written: map[string]string{}, holds: map[string][]held{}, encoded: map[string]*encodedIncident{}}
+		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{}}
 }
 
 func (s *ConfigMapStore) selector() string {
@@ -137,8 +137,8 @@ type encodedIncident struct {
 	seen uint64 // the shard call that last met it
 }
 
-// held is one incident in a shard, as of its revision.
-type held struct {
+// shardEntry is one incident in a shard, as of its revision.
+type shardEntry struct {
 	id  string
 	rev uint64
 }
@@ -147,7 +147,7 @@ type held struct {
 // which revisions) it holds.
 type shardData struct {
 	data  string
-	holds []held
+	holds []shardEntry
 }
 
 // shard encodes incs into shards, doubling the count until each fits. A
@@ -215,9 +215,9 @@ func (s *ConfigMapStore) shard(incs []Incident) (map[string]shardData, error) {
 // build returns the data of the shard holding incs[part]: what was last
 // written if it holds the same incidents at the same revisions.
 func (s *ConfigMapStore) build(name string, part []int, incs []Incident, encoded []*encodedIncident, size int) shardData {
-	holds := make([]held, len(part))
+	holds := make([]shardEntry, len(part))
 	for j, i := range part {
-		holds[j] = held{id: incs[i].ID, rev: encoded[i].rev}
+		holds[j] = shardEntry{id: incs[i].ID, rev: encoded[i].rev}
 	}
 	if data, ok := s.written[name]; ok && slices.Equal(holds, s.holds[name]) {
 		return shardData{data: data, holds: holds}
