@@ -18,6 +18,17 @@ import (
 // pagerduty, teams) share: a client of their own and one way to read an
 // answer.
 
+// ParseURL reads an integration's address: http or https, with a host.
+// The error never repeats the address: it may carry a secret (a token in
+// the path or the query).
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, errors.New("invalid URL: want http:// or https:// and a host")
+	}
+	return u, nil
+}
+
 // NewHTTPClient makes a client with its own transport: shared transports
 // (http.DefaultTransport) are neither used nor modified.
 func NewHTTPClient(timeout time.Duration, t TLSOptions) (*http.Client, error) {

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -64,9 +63,9 @@ func New(opts Options) (*Sink, error) {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	for _, raw := range opts.URLs {
-		u, err := url.Parse(raw)
-		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("alertmanager %s: invalid URL", opts.Name)
+		u, err := sinks.ParseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("alertmanager %s: %w", opts.Name, err)
 		}
 		s.endpoint = append(s.endpoint, strings.TrimRight(raw, "/")+"/api/v2/alerts")
 		s.redacted = append(s.redacted, u.Scheme+"://"+u.Host)

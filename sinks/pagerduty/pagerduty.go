@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -49,9 +48,9 @@ type Sink struct {
 
 // New makes a PagerDuty sink with its own HTTP client.
 func New(opts Options) (*Sink, error) {
-	u, err := url.Parse(opts.URL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("pagerduty %s: invalid URL", opts.Name)
+	u, err := sinks.ParseURL(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("pagerduty %s: %w", opts.Name, err)
 	}
 	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
 	if err != nil {

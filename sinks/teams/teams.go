@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
@@ -42,9 +41,9 @@ type Sink struct {
 
 // New makes a Teams sink with its own HTTP client.
 func New(opts Options) (*Sink, error) {
-	u, err := url.Parse(opts.URL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("teams %s: invalid URL", opts.Name)
+	u, err := sinks.ParseURL(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("teams %s: %w", opts.Name, err)
 	}
 	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
 	if err != nil {

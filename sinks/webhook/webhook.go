@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -49,9 +48,9 @@ type Sink struct {
 // New makes a webhook sink with its own HTTP client: shared transports
 // (http.DefaultTransport) are neither used nor modified.
 func New(opts Options) (*Sink, error) {
-	u, err := url.Parse(opts.URL)
+	u, err := sinks.ParseURL(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("webhook %s: invalid URL", opts.Name)
+		return nil, fmt.Errorf("webhook %s: %w", opts.Name, err)
 	}
 	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
 	if err != nil {

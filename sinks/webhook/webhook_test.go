@@ -96,3 +96,13 @@ func TestSendUnreachableIsRetryableAndRedacted(t *testing.T) {
 		t.Errorf("error leaks the URL's secret: %v", err)
 	}
 }
+
+// TestNewRefusesAnAddressWithoutHost: an address without scheme or host
+// (say, read from a secret without its https://) fails at start, naming
+// the sink and not the address, rather than at every send.
+func TestNewRefusesAnAddressWithoutHost(t *testing.T) {
+	_, err := New(Options{Name: "hook", URL: "hooks.example.com/T0k3n", Timeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "webhook hook") || strings.Contains(err.Error(), "T0k3n") {
+		t.Fatalf("New with a host-less URL: %v; want an error naming the sink, not the URL", err)
+	}
+}
