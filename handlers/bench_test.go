@@ -7,10 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -31,7 +32,12 @@ sinks: [{name: s, stdout: {}}]
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := watcher.New(watcher.Clients{Typed: fake.NewClientset()}, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// The informer is made, never started: nothing is requested.
+	typed, err := kube.New(&rest.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := watcher.New(watcher.Clients{Builtin: typed}, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c, err := New(Options{Watcher: w, Rules: set, Incidents: incident.NewTracker(incident.Options{}),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

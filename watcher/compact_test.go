@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/testenv"
 )
 
@@ -41,6 +42,10 @@ func TestCompactPodCacheOnControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	typed, err := kube.New(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	for i := range 2 {
 		pod, err := client.CoreV1().Pods("default").Create(ctx, crashingPod(fmt.Sprintf("shop-%d", i)), metav1.CreateOptions{})
@@ -60,7 +65,7 @@ func TestCompactPodCacheOnControlPlane(t *testing.T) {
 
 	for _, compact := range []bool{true, false} {
 		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
-			w := New(Clients{Typed: client}, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			w := New(Clients{Builtin: typed}, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			w.CompactWhen(func(string) bool { return compact })
 			inf, err := w.Informer("Pod")
 			if err != nil {

@@ -1,5 +1,5 @@
-// Package watcher owns herald's view of the cluster: one shared informer
-// factory, at most one informer per kind however many rules read it, a
+// Package watcher owns herald's view of the cluster: at most one informer
+// per kind however many rules read it, a
 // transform that drops what no rule reads before an object is cached, and
 // lookups by Key.
 package watcher
@@ -16,14 +16,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -77,9 +75,9 @@ func Resource(kind string) (schema.GroupVersionResource, bool) {
 	return gvr, ok
 }
 
-// Watcher holds one informer per watched kind, each from its own factory
-// (typed for built-in kinds, dynamic for custom resources) so that a kind
-// no longer needed after a configuration reload can be stopped on its own.
+// Watcher holds one informer per watched kind (typed for built-in kinds,
+// unstructured for custom resources), each on its own so that a kind no
+// longer needed after a configuration reload can be stopped on its own.
 // Every rule of a kind still shares that kind's one List/Watch and cache.
 type Watcher struct {
 	clients Clients
@@ -115,19 +113,25 @@ var ErrNotSynced = errors.New("cache not synced yet")
 
 // kindWatch is one kind's informer and how to run it.
 type kindWatch struct {
-	inf      cache.SharedIndexInformer
-	compact  bool // objects are cached as CompactPod
-	start    func(stop <-chan struct{})
-	shutdown func()
-	cancel   context.CancelFunc // set once started
+	inf     cache.SharedIndexInformer
+	compact bool               // objects are cached as CompactPod
+	cancel  context.CancelFunc // set once started
+	done    chan struct{}      // closed once a started informer has stopped
 }
 
-// Clients are what a Watcher lists and watches with. Dynamic and Mapper
+// Clients are what a Watcher lists and watches with. Dynamic and Resolve
 // are needed only for custom resources.
 type Clients struct {
-	Typed   kubernetes.Interface
+	Builtin Builtin
 	Dynamic dynamic.Interface
-	Mapper  meta.RESTMapper
+	// Resolve finds the resource that serves a custom kind.
+	Resolve func(context.Context, schema.GroupVersionKind) (schema.GroupVersionResource, error)
+}
+
+// Builtin lists and watches the built-in kinds (Resource) as typed
+// objects; internal/kube's Client is one.
+type Builtin interface {
+	ListerWatcher(gvr schema.GroupVersionResource, kind string) (cache.ListerWatcher, runtime.Object, error)
 }
 
 // New makes a Watcher. resync is the informers' resync period (0: none);
@@ -170,27 +174,37 @@ func (w *Watcher) Informer(kind string) (cache.SharedIndexInformer, error) {
 		return kw.inf, nil
 	}
 	kw := &kindWatch{}
+	// Each kind has an informer of its own (not one factory's), so that a
+	// kind no longer needed after a reload can be stopped on its own.
+	options := cache.SharedIndexInformerOptions{ResyncPeriod: w.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
+	transform := StripUnread
 	if gvr, ok := Resource(kind); ok {
-		transform := StripUnread
-		if kind == "Pod" && w.compact != nil && w.compact(kind) {
-			transform, kw.compact = w.compactTransform, true
-		}
-		f := informers.NewSharedInformerFactoryWithOptions(w.clients.Typed, w.resync, informers.WithTransform(transform))
-		generic, err := f.ForResource(gvr)
+		lw, example, err := w.clients.Builtin.ListerWatcher(gvr, kind)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %s: %w", kind, err)
 		}
-		kw.inf, kw.start, kw.shutdown = generic.Informer(), f.Start, f.Shutdown
+		if kind == "Pod" && w.compact != nil && w.compact(kind) {
+			transform, kw.compact = w.compactTransform, true
+		}
+		kw.inf = cache.NewSharedIndexInformerWithOptions(lw, example, options)
 	} else {
 		gvr, err := w.customResource(kind)
 		if err != nil {
 			return nil, err
 		}
-		f := dynamicinformer.NewDynamicSharedInformerFactory(w.clients.Dynamic, w.resync)
-		kw.inf, kw.start, kw.shutdown = f.ForResource(gvr).Informer(), f.Start, f.Shutdown
-		if err := kw.inf.SetTransform(StripUnread); err != nil {
-			return nil, err
+		res := w.clients.Dynamic.Resource(gvr)
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return res.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				return res.Watch(ctx, opts)
+			},
 		}
+		kw.inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.clients.Dynamic), &unstructured.Unstructured{}, options)
+	}
+	if err := kw.inf.SetTransform(transform); err != nil {
+		return nil, err
 	}
 	w.kinds[kind] = kw
 	return kw.inf, nil
@@ -208,26 +222,42 @@ func (w *Watcher) Remove(kind string) {
 	}
 }
 
+// run starts the informer under ctx.
+func (kw *kindWatch) run(ctx context.Context) {
+	ctx, kw.cancel = context.WithCancel(ctx)
+	kw.done = make(chan struct{})
+	go func() {
+		defer close(kw.done)
+		kw.inf.RunWithContext(ctx)
+	}()
+}
+
+// stop stops a started informer and waits for it.
 func (kw *kindWatch) stop() {
 	if kw.cancel != nil {
 		kw.cancel()
+		<-kw.done
 	}
-	kw.shutdown()
 }
+
+// discoveryTimeout bounds the discovery of a custom kind's resource.
+const discoveryTimeout = 30 * time.Second
 
 // customResource finds the resource of a kind spelled Kind.version.group
 // through API discovery.
 func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, error) {
 	name, rest, ok := strings.Cut(kind, ".")
-	if !ok || w.clients.Dynamic == nil || w.clients.Mapper == nil {
+	if !ok || w.clients.Dynamic == nil || w.clients.Resolve == nil {
 		return schema.GroupVersionResource{}, fmt.Errorf("herald cannot watch kind %q", kind)
 	}
 	version, group, _ := strings.Cut(rest, ".")
-	m, err := w.clients.Mapper.RESTMapping(schema.GroupKind{Group: group, Kind: name}, version)
+	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
+	defer cancel()
+	gvr, err := w.clients.Resolve(ctx, schema.GroupVersionKind{Group: group, Version: version, Kind: name})
 	if err != nil {
 		return schema.GroupVersionResource{}, fmt.Errorf("kind %s (%s/%s) is not served by the API server; is its CRD installed? %w", name, group, version, err)
 	}
-	return m.Resource, nil
+	return gvr, nil
 }
 
 // Kinds lists the kinds with an informer.
@@ -261,9 +291,7 @@ func (w *Watcher) StartAdded() {
 func (w *Watcher) startLocked(ctx context.Context) {
 	for _, kw := range w.kinds {
 		if kw.cancel == nil {
-			kctx, cancel := context.WithCancel(ctx)
-			kw.cancel = cancel
-			kw.start(kctx.Done())
+			kw.run(ctx)
 		}
 	}
 }

@@ -11,41 +11,29 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/watcher"
 )
 
-// newClients makes the typed and dynamic clients and a discovery-backed
-// mapper for custom resources. Nothing is requested until first use.
-func newClients(cfg *rest.Config) (watcher.Clients, error) {
+// newClients makes herald's own client for built-in kinds (protobuf) and
+// the dynamic client and discovery for custom resources (which have no
+// protobuf form). Nothing is requested until first use.
+func newClients(cfg *rest.Config) (watcher.Clients, *kube.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return patientWatches{next: rt, every: time.Second} })
-	// Built-in kinds travel as protobuf: smaller on the wire and cheaper
-	// to decode than JSON. Custom resources have no protobuf form.
-	pb := rest.CopyConfig(cfg)
-	pb.ContentType = "application/vnd.kubernetes.protobuf"
-	pb.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	typed, err := kubernetes.NewForConfig(pb)
+	typed, err := kube.New(cfg)
 	if err != nil {
-		return watcher.Clients{}, err
+		return watcher.Clients{}, nil, err
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return watcher.Clients{}, err
+		return watcher.Clients{}, nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return watcher.Clients{}, err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	return watcher.Clients{Typed: typed, Dynamic: dyn, Mapper: mapper}, nil
+	return watcher.Clients{Builtin: typed, Dynamic: dyn, Resolve: typed.ResourceFor}, typed, nil
 }
 
 // patientWatches makes a watch request that cannot reach the API server
@@ -94,18 +82,11 @@ func unreachable(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// apiServerReady asks the API server's own /readyz (which checks etcd).
-func apiServerReady(client kubernetes.Interface) func(context.Context) error {
-	return func(ctx context.Context) error {
-		return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-	}
-}
-
 // serveOps serves /metrics, /healthz (the process is up and, if it leads,
 // has renewed its lease in time) and /readyz (the caches have synced);
 // with withPprof also Go's profiles under /debug/pprof/ (off by default:
 // a heap profile shows what is cached, which is not for every scraper).
-func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, apiReady func(context.Context) error, lease *leaderelection.HealthzAdaptor, withPprof bool, logger *slog.Logger) (*http.Server, error) {
+func serveOps(addr string, reg *prometheus.Registry, w *watcher.Watcher, apiReady func(context.Context) error, lease *leader.Healthz, withPprof bool, logger *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if withPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

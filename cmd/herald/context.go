@@ -7,13 +7,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/handlers"
 	"github.com/herald-k8s/herald/internal/enrich"
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -32,7 +32,7 @@ func withContext(ctx context.Context, cfg *config.Config, restCfg *rest.Config, 
 	// (context.rate) bounds what it asks of the API server.
 	own := rest.CopyConfig(restCfg)
 	own.QPS, own.Burst = -1, 0
-	client, err := kubernetes.NewForConfig(own)
+	client, err := kube.New(own)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,11 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/kube"
 )
 
 // openIncident is one line of herald incidents: what an operator asks
@@ -68,7 +68,7 @@ func (c cli) cmdIncidents(ctx context.Context, args []string) int {
 		return 1
 	}
 	rc.UserAgent = "herald/" + version + " incidents"
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kube.New(rc)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "herald incidents:", err)
 		return 1

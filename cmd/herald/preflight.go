@@ -10,10 +10,9 @@ import (
 
 	authv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -29,7 +28,7 @@ type access struct {
 // may do what it is about to do, and reports every missing permission at
 // once. Without it a missing RBAC rule shows only as an informer retrying
 // forever in the log.
-func preflight(ctx context.Context, client kubernetes.Interface, kinds []string, namespace string, leaderElect, persist bool, logger *slog.Logger) error {
+func preflight(ctx context.Context, client *kube.Client, kinds []string, namespace string, leaderElect, persist bool, logger *slog.Logger) error {
 	var needs []access
 	for _, kind := range kinds {
 		gvr, ok := watcher.Resource(kind)
@@ -77,12 +76,12 @@ func preflight(ctx context.Context, client kubernetes.Interface, kinds []string,
 }
 
 // allowed asks the API server whether herald may do a.
-func (a access) allowed(ctx context.Context, client kubernetes.Interface, logger *slog.Logger) (bool, error) {
+func (a access) allowed(ctx context.Context, client *kube.Client, logger *slog.Logger) (bool, error) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authv1.ResourceAttributes{Verb: a.verb, Group: a.gvr.Group, Resource: a.gvr.Resource, Subresource: a.subresource, Namespace: a.namespace},
 	}}
 	res, err := askUntilReachable(ctx, func() (*authv1.SelfSubjectAccessReview, error) {
-		return client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return client.ReviewAccess(ctx, review)
 	}, logger)
 	if err != nil {
 		return false, fmt.Errorf("checking permissions: %w", err)

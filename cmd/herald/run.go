@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
 	"github.com/herald-k8s/herald/config"
@@ -97,7 +96,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	restCfg.UserAgent = "herald/" + version
-	clients, err := newClients(restCfg)
+	clients, typed, err := newClients(restCfg)
 	if err != nil {
 		logger.Error("creating the Kubernetes client", "error", err)
 		return 1
@@ -106,7 +105,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	// Namespaces always: a namespace's herald.io/silence-until annotation
 	// mutes it, besides rules that select namespaces and Slack routing.
 	kinds := append(slices.DeleteFunc(ruleSet.Kinds(), func(k string) bool { return k == "Namespace" }), "Namespace")
-	if err := preflight(ctx, clients.Typed, kinds, *namespace, *leaderElect, !*noPersist, logger); err != nil {
+	if err := preflight(ctx, typed, kinds, *namespace, *leaderElect, !*noPersist, logger); err != nil {
 		logger.Error("cannot start", "error", err)
 		return 1
 	}
@@ -114,10 +113,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var store incident.Store = &incident.MemoryStore{}
 	if !*noPersist {
-		store = incident.NewConfigMapStore(clients.Typed, *namespace, cfg.Incidents.LedgerName)
+		store = incident.NewConfigMapStore(typed, *namespace, cfg.Incidents.LedgerName)
 	}
 	w := watcher.New(clients, 0, logger)
-	if err := watchSilences(ctx, clients.Typed, w, muter, logger); err != nil {
+	if err := watchSilences(ctx, typed, w, muter, logger); err != nil {
 		logger.Error("setting up silences", "error", err)
 		return 1
 	}
@@ -154,9 +153,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_cache_synced", Help: "1 once every informer has listed."}, func() float64 { return map[bool]float64{true: 1}[w.Synced()] }),
 	)
 	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}
-	healthz := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	healthz := leader.NewHealthz(20 * time.Second)
 	if *metricsAddr != "" {
-		srv, err := serveOps(*metricsAddr, reg, w, apiServerReady(clients.Typed), healthz, *withPprof, logger)
+		srv, err := serveOps(*metricsAddr, reg, w, typed.Ready, healthz, *withPprof, logger)
 		if err != nil {
 			logger.Error("starting the metrics server", "addr", *metricsAddr, "error", err)
 			return 1
@@ -200,7 +199,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		lead(ctx)
 	} else {
 		err := leader.Run(ctx, leader.Options{
-			Client: clients.Typed, Namespace: *namespace, Name: *leaseName, Identity: leader.Identity(),
+			Client: typed, Namespace: *namespace, Name: *leaseName, Identity: leader.Identity(),
 			LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			Logger: logger, Healthz: healthz,
 			OnLeading: func(on bool) { isLeader.Set(map[bool]float64{true: 1}[on]) },

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/silence"
 )
 
@@ -45,7 +44,7 @@ func (c cli) cmdSilence(ctx context.Context, args []string) int {
 // silenceClients are what the silence commands talk to the API with.
 type silenceClients struct {
 	dyn   dynamic.Interface
-	typed kubernetes.Interface
+	typed *kube.Client
 }
 
 func newSilenceClients(kubeconfig string) (silenceClients, error) {
@@ -60,7 +59,7 @@ func newSilenceClients(kubeconfig string) (silenceClients, error) {
 	if err != nil {
 		return silenceClients{}, err
 	}
-	typed, err := kubernetes.NewForConfig(rc)
+	typed, err := kube.New(rc)
 	if err != nil {
 		return silenceClients{}, err
 	}
@@ -195,8 +194,8 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 }
 
 // whoAmI asks the API server who the caller is ("" if it cannot say).
-func whoAmI(ctx context.Context, client kubernetes.Interface) string {
-	r, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+func whoAmI(ctx context.Context, client *kube.Client) string {
+	r, err := client.WhoAmI(ctx)
 	if err != nil {
 		return os.Getenv("USER")
 	}

@@ -4,8 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"k8s.io/client-go/kubernetes"
-
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -14,7 +13,7 @@ import (
 // CRD is served and herald may list and watch it, Silence resources too.
 // Without them herald runs on: herald.io/silence-until annotations still
 // mute, and the log says why silences are off.
-func watchSilences(ctx context.Context, client kubernetes.Interface, w *watcher.Watcher, m *silence.Muter, logger *slog.Logger) error {
+func watchSilences(ctx context.Context, client *kube.Client, w *watcher.Watcher, m *silence.Muter, logger *slog.Logger) error {
 	for _, verb := range []string{"list", "watch"} {
 		ok, err := access{verb: verb, gvr: silence.Resource}.allowed(ctx, client, logger)
 		if err != nil {

@@ -16,13 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/enrich"
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -150,7 +149,7 @@ func readObjects(path string) ([]runtime.Object, error) {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		obj, _, err := kube.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
 			u := &unstructured.Unstructured{}
 			jsonDoc, convErr := utilyaml.ToJSON(doc)
@@ -170,7 +169,7 @@ func listLive(ctx context.Context, kubeconfig string, set *rules.Set) ([]runtime
 	if err != nil {
 		return nil, err
 	}
-	clients, err := newClients(cfg)
+	clients, _, err := newClients(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +210,7 @@ func contextGatherer(ctx context.Context, cfg *config.Config, kubeconfig string)
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kube.New(rc)
 	if err != nil {
 		return nil, err
 	}

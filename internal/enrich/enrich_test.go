@@ -15,10 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/kube"
 )
 
 // recorder is the next stage: it records what it is handed, in order.
@@ -164,7 +164,10 @@ func TestNoGrowthWhenTheAPIHangs(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(hang)
-	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})
+	client, err := kube.New(&rest.Config{Host: srv.URL, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	next := &recorder{}
 	runtime.GC()
 	baseGoroutines := runtime.NumGoroutine()
@@ -184,7 +187,7 @@ func TestNoGrowthWhenTheAPIHangs(t *testing.T) {
 		}
 	}
 	srv.CloseClientConnections()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return runtime.NumGoroutine() <= baseGoroutines+16+8, nil // the workers, and the HTTP client's idle connections
 	})
 	if err != nil {

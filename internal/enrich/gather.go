@@ -16,9 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/kube"
 )
 
 // Source is where context comes from: the API server (which proxies
@@ -28,13 +28,13 @@ type Source interface {
 	Events(ctx context.Context, namespace, pod string) ([]corev1.Event, error)
 }
 
-// KubeSource reads context through a clientset.
-type KubeSource struct{ Client kubernetes.Interface }
+// KubeSource reads context through the API server.
+type KubeSource struct{ Client *kube.Client }
 
 // Logs implements Source; it reads at most opts.LimitBytes (the kubelet
 // honours it too).
 func (k KubeSource) Logs(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) ([]byte, error) {
-	rc, err := k.Client.CoreV1().Pods(namespace).GetLogs(pod, opts).Stream(ctx)
+	rc, err := k.Client.PodLogs(ctx, namespace, pod, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (k KubeSource) Logs(ctx context.Context, namespace, pod string, opts *corev
 // every event of the cluster.
 func (k KubeSource) Events(ctx context.Context, namespace, pod string) ([]corev1.Event, error) {
 	sel := fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": pod}.String()
-	list, err := k.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	list, err := k.Client.ListEvents(ctx, namespace, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-k8s/herald/internal/kube"
 )
 
 // MaxShardBytes bounds one ledger ConfigMap's data, well under the API's
@@ -35,7 +36,7 @@ const (
 // shard count a power of two chosen so each stays under MaxShardBytes;
 // only shards whose content changed are written.
 type ConfigMapStore struct {
-	client    kubernetes.Interface
+	client    *kube.Client
 	namespace string
 	name      string
 
@@ -46,7 +47,7 @@ type ConfigMapStore struct {
 }
 
 // NewConfigMapStore makes a store; nothing is read until Load.
-func NewConfigMapStore(client kubernetes.Interface, namespace, name string) *ConfigMapStore {
+func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
 	return &ConfigMapStore{client: client, namespace: namespace, name: name,
 		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{}}
 }
@@ -57,7 +58,7 @@ func (s *ConfigMapStore) selector() string {
 
 // Load implements Store.
 func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([]Incident, error) {
-	list, err := s.client.CoreV1().ConfigMaps(s.namespace).List(ctx, metav1.ListOptions{LabelSelector: s.selector()})
+	list, err := s.client.ListConfigMaps(ctx, s.namespace, metav1.ListOptions{LabelSelector: s.selector()})
 	if err != nil {
 		return nil, fmt.Errorf("reading the ledger ConfigMaps in %s: %w", s.namespace, err)
 	}
@@ -112,7 +113,7 @@ func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 		if _, ok := shards[name]; ok {
 			continue
 		}
-		err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		err := s.client.DeleteConfigMap(ctx, s.namespace, name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting old ledger shard %s: %w", name, err)
 		}
@@ -236,16 +237,15 @@ func (s *ConfigMapStore) build(name string, part []int, incs []Incident, encoded
 }
 
 func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
-	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: map[string]string{
 			ledgerLabel: ledgerValue, "herald.io/ledger": s.name, "app.kubernetes.io/managed-by": "herald",
 		}},
 		Data: map[string]string{dataKey: data},
 	}
-	_, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+	_, err := s.client.UpdateConfigMap(ctx, cm)
 	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		_, err = s.client.CreateConfigMap(ctx, cm)
 	}
 	if err != nil {
 		return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, err)

@@ -39,8 +39,12 @@ func realisticIncidents(n int) []Incident {
 func TestConfigMapLedgerSizeBound(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
+	typed, err := env.Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
-	store := NewConfigMapStore(client, "default", "herald-ledger")
+	store := NewConfigMapStore(typed, "default", "herald-ledger")
 	incs := realisticIncidents(20000)
 	if err := store.Save(ctx, incs); err != nil {
 		t.Fatal(err)
@@ -59,7 +63,7 @@ func TestConfigMapLedgerSizeBound(t *testing.T) {
 	}
 	t.Logf("20000 incidents: %d shards, %d bytes, %d bytes per incident", len(cms.Items), total, total/20000)
 
-	loaded, err := NewConfigMapStore(client, "default", "herald-ledger").Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
+	loaded, err := NewConfigMapStore(typed, "default", "herald-ledger").Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
 	if err != nil || len(loaded) != 20000 {
 		t.Fatalf("loaded %d incidents, %v", len(loaded), err)
 	}

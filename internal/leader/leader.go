@@ -10,13 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // ErrLost is returned when the lease was lost while leading: the process
@@ -25,17 +19,17 @@ var ErrLost = errors.New("leader election lost")
 
 // Options configure the election.
 type Options struct {
-	Client    kubernetes.Interface
+	Client    Leases
 	Namespace string
 	Name      string // the Lease's name
 	Identity  string
-	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's
-	// (defaults 15s, 10s, 2s).
+	// LeaseDuration, RenewDeadline and RetryPeriod are those of every
+	// Kubernetes component (defaults 15s, 10s, 2s).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	Logger                                    *slog.Logger
 	// Healthz, when set, makes /healthz fail if this replica leads but
 	// has not renewed the lease in time.
-	Healthz *leaderelection.HealthzAdaptor
+	Healthz *Healthz
 	// OnLeading is told when this replica starts (true) and stops (false)
 	// leading, for metrics.
 	OnLeading func(bool)
@@ -62,113 +56,78 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metaFor(o),
-		Client:     o.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
+	if o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline {
+		return fmt.Errorf("leader election: want retry period (%s) < renew deadline (%s) < lease duration (%s)", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
-	// The election runs on its own context: on shutdown it is cancelled
-	// only after lead has returned, so the lease is released (not merely
-	// left to expire) and never while work guarded by it is running.
-	electCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElection()
-	leading := make(chan struct{})  // closed when lead starts
-	leadDone := make(chan struct{}) // closed when lead returns
-	lost := make(chan struct{})     // closed once the lease is lost while leading
-	var loseOnce sync.Once
-	markLost := func() { loseOnce.Do(func() { close(lost) }) }
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   o.LeaseDuration,
-		RenewDeadline:   o.RenewDeadline,
-		RetryPeriod:     o.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            o.Name,
-		WatchDog:        o.Healthz,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leadCtx context.Context) {
-				close(leading)
-				o.Logger.Info("became the leader", "lease", o.Namespace+"/"+o.Name, "identity", o.Identity)
-				if o.OnLeading != nil {
-					o.OnLeading(true)
-				}
-				workCtx, cancel := context.WithCancel(ctx)
-				go func() { // the lease lost ends the work too
-					select {
-					case <-leadCtx.Done():
-					case <-workCtx.Done():
-					}
-					cancel()
-				}()
-				lead(workCtx)
-				cancel()
-				// client-go cancels leadCtx before it calls
-				// OnStoppedLeading: work that stops promptly returns
-				// first, so the loss is marked here too, before leadDone.
-				if leadCtx.Err() != nil && electCtx.Err() == nil {
-					markLost()
-				}
-				close(leadDone)
-			},
-			OnStoppedLeading: func() {
-				if o.OnLeading != nil {
-					o.OnLeading(false)
-				}
-				if electCtx.Err() == nil {
-					markLost()
-				}
-			},
-			OnNewLeader: func(identity string) {
-				if identity != o.Identity {
-					o.Logger.Info("following the leader", "leader", identity)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
+	e := &elector{o: o}
+	if o.Healthz != nil {
+		o.Healthz.set(e)
 	}
-	elected := make(chan struct{})
+	if !e.acquire(ctx) {
+		o.Logger.Info("left the election", "identity", o.Identity)
+		return nil
+	}
+	o.Logger.Info("became the leader", "lease", o.Namespace+"/"+o.Name, "identity", o.Identity)
+	if o.OnLeading != nil {
+		o.OnLeading(true)
+		defer o.OnLeading(false)
+	}
+	// Renewal runs on its own context: on shutdown it stops only after
+	// lead has returned, so the lease is released (not merely left to
+	// expire) and never while work guarded by it is running.
+	workCtx, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	renewCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRenewing()
+	lost := make(chan struct{}) // closed, before the work is told, once the lease is lost
+	renewed := make(chan struct{})
 	go func() {
-		le.Run(electCtx) // returns after releasing, or when leadership ends
-		close(elected)
+		defer close(renewed)
+		if e.renew(renewCtx) != nil {
+			close(lost)
+			stopWork()
+		}
 	}()
+	leadDone := make(chan struct{})
+	go func() {
+		defer close(leadDone)
+		lead(workCtx)
+	}()
+	isLost := func() bool {
+		select {
+		case <-lost:
+			return true
+		default:
+			return false
+		}
+	}
 	select {
 	case <-lost:
 		return ErrLost
 	case <-leadDone:
-		select {
-		case <-lost: // it ended because the lease was lost
-			return ErrLost
-		default:
-		}
-		// The work ended by itself (a fatal error it reports to the
-		// caller): step down rather than hold the lease idle.
-		stopElection()
-		<-elected
-		return nil
+		// The work ended: the lease was lost (lost is closed first), or
+		// it ended by itself (a fatal error it reports to the caller):
+		// step down rather than hold the lease idle.
 	case <-ctx.Done():
-	}
-	// Shutting down: a leader finishes its work first, then releases.
-	select {
-	case <-leading:
+		// Shutting down: a leader finishes its work first, then releases.
 		select {
 		case <-leadDone:
 		case <-lost:
 		}
-		select {
-		case <-lost:
-			return ErrLost
-		default:
-		}
-	default: // never led: nothing to wait for
 	}
-	stopElection()
-	<-elected
+	if isLost() {
+		return ErrLost
+	}
+	stopRenewing()
+	<-renewed
+	if isLost() {
+		return ErrLost
+	}
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.RenewDeadline)
+	defer cancel()
+	if err := e.release(releaseCtx); err != nil {
+		o.Logger.Warn("the lease was not released; another replica takes over when it expires", "error", err)
+	}
 	o.Logger.Info("left the election", "identity", o.Identity)
 	return nil
-}
-
-func metaFor(o Options) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace}
 }

@@ -13,14 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/internal/testenv"
 	"github.com/herald-k8s/herald/watcher"
@@ -102,12 +100,12 @@ func apiServerRejectsBadSilences(t *testing.T, dyn dynamic.Interface) {
 func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, client kubernetes.Interface) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	disco, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	typed, err := kube.New(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := watcher.New(watcher.Clients{Typed: client, Dynamic: dyn, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}, 0, logger)
+	w := watcher.New(watcher.Clients{Builtin: typed, Dynamic: dyn, Resolve: typed.ResourceFor}, 0, logger)
 	w.CompactWhen(func(string) bool { return true })
 	for _, kind := range []string{"Pod", "Namespace", "Deployment"} {
 		if _, err := w.Informer(kind); err != nil {

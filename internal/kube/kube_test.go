@@ -1,0 +1,215 @@
+package kube_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+// TestOnControlPlane: herald's narrow client against a real API server,
+// one control plane for the package.
+func TestOnControlPlane(t *testing.T) {
+	env := testenv.New(t)
+	c, err := kube.New(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.InstallCRDs(context.Background(), "../../charts/herald/crds/silences.herald.io.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("ListAndWatchTyped", func(t *testing.T) { listAndWatchTyped(t, env, c) })
+	t.Run("ConfigMaps", func(t *testing.T) { configMaps(t, c) })
+	t.Run("ResourceFor", func(t *testing.T) { resourceFor(t, c) })
+	t.Run("Reviews", func(t *testing.T) { reviews(t, env, c) })
+}
+
+// listAndWatchTyped: a built-in kind lists and watches as its own Go type
+// over protobuf, and a kind herald's scheme lacks is refused up front.
+func listAndWatchTyped(t *testing.T, env *testenv.Env, c *kube.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "shop"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "shop:1"}}}},
+	}}
+	if _, err := client.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lw, example, err := c.ListerWatcher(appsv1.SchemeGroupVersion.WithResource("deployments"), "Deployment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := example.(*appsv1.Deployment); !ok {
+		t.Fatalf("example object is %T, want *appsv1.Deployment", example)
+	}
+	listed, err := lw.(cache.ListerWatcherWithContext).ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, ok := listed.(*appsv1.DeploymentList)
+	if !ok || len(list.Items) != 1 || list.Items[0].Name != "shop" || list.Items[0].Spec.Template.Spec.Containers[0].Image != "shop:1" {
+		t.Fatalf("listed %T %+v, want the one deployment shop", listed, listed)
+	}
+	w, err := lw.(cache.ListerWatcherWithContext).WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := client.AppsV1().Deployments("default").Delete(ctx, "shop", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if got, ok := ev.Object.(*appsv1.Deployment); ev.Type != watch.Deleted || !ok || got.Name != "shop" {
+			t.Fatalf("watched %s %T, want Deleted *appsv1.Deployment shop", ev.Type, ev.Object)
+		}
+	case <-ctx.Done():
+		t.Fatal("no watch event for the deleted deployment")
+	}
+	if _, _, err := c.ListerWatcher(schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget"); err == nil {
+		t.Error("a ListerWatcher for a group herald's client does not speak, want an error")
+	}
+}
+
+// configMaps: what the ledger does, create, list by label, update with
+// and without a current resourceVersion, delete.
+func configMaps(t *testing.T, c *kube.Client) {
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger-0", Namespace: "default", Labels: map[string]string{"ledger": "yes"}},
+		Data: map[string]string{"k": "v1"}}
+	created, err := c.CreateConfigMap(ctx, cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateConfigMap(ctx, cm); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("creating it twice: %v, want AlreadyExists", err)
+	}
+	cm.Data["k"] = "v2"
+	if _, err := c.UpdateConfigMap(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	stale := created.DeepCopy()
+	stale.Data["k"] = "v3"
+	if _, err := c.UpdateConfigMap(ctx, stale); !apierrors.IsConflict(err) {
+		t.Errorf("updating an old resourceVersion: %v, want Conflict", err)
+	}
+	list, err := c.ListConfigMaps(ctx, "default", metav1.ListOptions{LabelSelector: "ledger=yes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Data["k"] != "v2" {
+		t.Fatalf("listed %+v, want ledger-0 with k=v2", list.Items)
+	}
+	if err := c.DeleteConfigMap(ctx, "default", "ledger-0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteConfigMap(ctx, "default", "ledger-0"); !apierrors.IsNotFound(err) {
+		t.Errorf("deleting it twice: %v, want NotFound", err)
+	}
+}
+
+// resourceFor: a custom kind's resource is discovered; a kind or a group
+// version the API server does not serve is an error that says which.
+func resourceFor(t *testing.T, c *kube.Client) {
+	ctx := context.Background()
+	gvr, err := c.ResourceFor(ctx, schema.GroupVersionKind{Group: "herald.io", Version: "v1alpha1", Kind: "Silence"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (schema.GroupVersionResource{Group: "herald.io", Version: "v1alpha1", Resource: "silences"}); gvr != want {
+		t.Errorf("ResourceFor(Silence) = %v, want %v", gvr, want)
+	}
+	gvr, err = c.ResourceFor(ctx, schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
+	if err != nil || gvr.Resource != "pods" {
+		t.Errorf("ResourceFor(Pod) = %v, %v, want pods", gvr, err)
+	}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: "herald.io", Version: "v1alpha1", Kind: "Muzzle"},
+		{Group: "example.com", Version: "v1", Kind: "Widget"},
+	} {
+		_, err := c.ResourceFor(ctx, gvk)
+		if err == nil || !strings.Contains(err.Error(), gvk.GroupVersion().String()) {
+			t.Errorf("ResourceFor(%v) = %v, want an error naming %s", gvk, err, gvk.GroupVersion())
+		}
+	}
+}
+
+// reviews: the pre-flight checks' and `herald silence`'s questions.
+func reviews(t *testing.T, env *testenv.Env, c *kube.Client) {
+	ctx := context.Background()
+	nobody, err := kube.New(env.ConfigFor("nobody"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authzv1.ResourceAttributes{Verb: "list", Resource: "pods"}}}
+	for _, tc := range []struct {
+		client *kube.Client
+		want   bool
+	}{{c, true}, {nobody, false}} {
+		got, err := tc.client.ReviewAccess(ctx, review)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed != tc.want {
+			t.Errorf("may list pods: %v, want %v", got.Status.Allowed, tc.want)
+		}
+	}
+	who, err := nobody.WhoAmI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who.Status.UserInfo.Username != "nobody" {
+		t.Errorf("WhoAmI = %q, want nobody", who.Status.UserInfo.Username)
+	}
+	if err := c.Ready(ctx); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+}
+
+// TestReadyIsTheAPIServersReadyz: Ready is the API server's own /readyz
+// answer, not merely that something listened.
+func TestReadyIsTheAPIServersReadyz(t *testing.T) {
+	var ready atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" || !ready.Load() {
+			http.Error(w, "[-]etcd failed: reason withheld", http.StatusInternalServerError)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	c, err := kube.New(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ready(context.Background()); err == nil {
+		t.Error("Ready while /readyz fails: nil, want an error")
+	}
+	ready.Store(true)
+	if err := c.Ready(context.Background()); err != nil {
+		t.Errorf("Ready while /readyz is ok: %v", err)
+	}
+}

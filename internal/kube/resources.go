@@ -1,0 +1,95 @@
+package kube
+
+import (
+	"context"
+	"io"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The requests herald makes besides lists and watches, one method each:
+// what the ledger, the crash context, leader election and the pre-flight
+// checks need.
+
+// ListConfigMaps lists the ConfigMaps of namespace that match opts.
+func (c *Client) ListConfigMaps(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	out := &corev1.ConfigMapList{}
+	err := c.core.Get().Namespace(namespace).Resource("configmaps").VersionedParams(&opts, parameters).Do(ctx).Into(out)
+	return out, err
+}
+
+// CreateConfigMap creates cm in its namespace.
+func (c *Client) CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	out := &corev1.ConfigMap{}
+	err := c.core.Post().Namespace(cm.Namespace).Resource("configmaps").Body(cm).Do(ctx).Into(out)
+	return out, err
+}
+
+// UpdateConfigMap replaces cm (if cm has a resourceVersion, only that one).
+func (c *Client) UpdateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	out := &corev1.ConfigMap{}
+	err := c.core.Put().Namespace(cm.Namespace).Resource("configmaps").Name(cm.Name).Body(cm).Do(ctx).Into(out)
+	return out, err
+}
+
+// DeleteConfigMap deletes a ConfigMap.
+func (c *Client) DeleteConfigMap(ctx context.Context, namespace, name string) error {
+	return c.core.Delete().Namespace(namespace).Resource("configmaps").Name(name).Do(ctx).Error()
+}
+
+// PodLogs streams a pod's log (pods/log, which the API server proxies to
+// the node's kubelet); the caller closes it.
+func (c *Client) PodLogs(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
+	return c.core.Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").VersionedParams(opts, parameters).Stream(ctx)
+}
+
+// ListEvents lists core/v1 Events of namespace that match opts.
+func (c *Client) ListEvents(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.EventList, error) {
+	out := &corev1.EventList{}
+	err := c.core.Get().Namespace(namespace).Resource("events").VersionedParams(&opts, parameters).Do(ctx).Into(out)
+	return out, err
+}
+
+// GetLease reads a Lease.
+func (c *Client) GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	err := c.rest[coordinationv1.SchemeGroupVersion].Get().Namespace(namespace).Resource("leases").Name(name).Do(ctx).Into(out)
+	return out, err
+}
+
+// CreateLease creates l in its namespace.
+func (c *Client) CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	err := c.rest[coordinationv1.SchemeGroupVersion].Post().Namespace(l.Namespace).Resource("leases").Body(l).Do(ctx).Into(out)
+	return out, err
+}
+
+// UpdateLease replaces l, only if its resourceVersion is still current.
+func (c *Client) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	err := c.rest[coordinationv1.SchemeGroupVersion].Put().Namespace(l.Namespace).Resource("leases").Name(l.Name).Body(l).Do(ctx).Into(out)
+	return out, err
+}
+
+// ReviewAccess asks whether the client's user may do what review asks.
+func (c *Client) ReviewAccess(ctx context.Context, review *authzv1.SelfSubjectAccessReview) (*authzv1.SelfSubjectAccessReview, error) {
+	out := &authzv1.SelfSubjectAccessReview{}
+	err := c.rest[authzv1.SchemeGroupVersion].Post().Resource("selfsubjectaccessreviews").Body(review).Do(ctx).Into(out)
+	return out, err
+}
+
+// WhoAmI asks the API server who the client's user is.
+func (c *Client) WhoAmI(ctx context.Context) (*authnv1.SelfSubjectReview, error) {
+	out := &authnv1.SelfSubjectReview{}
+	err := c.rest[authnv1.SchemeGroupVersion].Post().Resource("selfsubjectreviews").Body(&authnv1.SelfSubjectReview{}).Do(ctx).Into(out)
+	return out, err
+}
+
+// Ready asks the API server's own /readyz (which checks etcd).
+func (c *Client) Ready(ctx context.Context) error {
+	return c.core.Get().AbsPath("/readyz").Do(ctx).Error()
+}
