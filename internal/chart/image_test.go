@@ -79,3 +79,38 @@ func TestStaticBuild(t *testing.T) {
 		t.Errorf("herald version: %q, %v", out, err)
 	}
 }
+
+// TestBinaryCarriesOnlyHeraldsAPIGroups: the binary links the API groups
+// herald reads or writes and none of client-go's packages that import the
+// scheme of every group (the clientset, its informers and listers,
+// discovery, leader election): those were half of the binary (issue #17,
+// docs/performance.md). internal/kube is herald's narrow client instead.
+func TestBinaryCarriesOnlyHeraldsAPIGroups(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/herald")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	allowedGroups := map[string]bool{
+		"k8s.io/api/core/v1": true, "k8s.io/api/apps/v1": true, "k8s.io/api/batch/v1": true,
+		"k8s.io/api/events/v1": true, "k8s.io/api/coordination/v1": true,
+		"k8s.io/api/authentication/v1": true, "k8s.io/api/authorization/v1": true,
+		"k8s.io/api/scheduling/v1alpha3": true, // batch/v1's Job refers to it
+	}
+	everyGroup := []string{
+		"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers", "k8s.io/client-go/listers",
+		"k8s.io/client-go/applyconfigurations", "k8s.io/client-go/discovery", "k8s.io/client-go/tools/leaderelection",
+		"k8s.io/client-go/dynamic/dynamicinformer", "k8s.io/client-go/restmapper",
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "k8s.io/api/") && !allowedGroups[pkg] {
+			t.Errorf("the binary links API group %s, which herald does not use", pkg)
+		}
+		for _, heavy := range everyGroup {
+			if pkg == heavy || strings.HasPrefix(pkg, heavy+"/") {
+				t.Errorf("the binary links %s, which brings every API group; use internal/kube", pkg)
+			}
+		}
+	}
+}
