@@ -11,7 +11,6 @@ package kube
 
 import (
 	"fmt"
-	"net/http"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -50,15 +49,15 @@ func init() {
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 }
 
-// Groups are the group versions Client speaks.
+// groups are the group versions Client speaks.
 var groups = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, batchv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 	authnv1.SchemeGroupVersion, authzv1.SchemeGroupVersion,
 }
 
-// Client reaches the API server for Scheme's groups, over one HTTP client
-// (one connection pool, one client-side rate limit).
+// Client reaches the API server for Scheme's groups over one HTTP client
+// (one connection pool).
 type Client struct {
 	rest map[schema.GroupVersion]*rest.RESTClient
 	core *rest.RESTClient
@@ -74,8 +73,9 @@ func New(cfg *rest.Config) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	// One client-side rate limit for every group, as client-go's
-	// clientset has (QPS < 0 turns it off).
+	// As in client-go's clientset: a QPS set is one client-side rate
+	// limit shared by every group; QPS 0 gives each group client-go's
+	// default limit (5/s, burst 10); QPS < 0 turns it off.
 	if cfg.RateLimiter == nil && cfg.QPS > 0 {
 		if cfg.Burst <= 0 {
 			return nil, fmt.Errorf("kubernetes client: burst must be positive when QPS is (got %d)", cfg.Burst)
@@ -86,14 +86,9 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return newWith(cfg, httpClient)
-}
-
-func newWith(cfg *rest.Config, httpClient *http.Client) (*Client, error) {
 	c := &Client{rest: map[schema.GroupVersion]*rest.RESTClient{}}
 	for _, gv := range groups {
 		gcfg := rest.CopyConfig(cfg)
-		gv := gv
 		gcfg.GroupVersion = &gv
 		gcfg.APIPath = "/apis"
 		if gv.Group == "" {
@@ -108,7 +103,3 @@ func newWith(cfg *rest.Config, httpClient *http.Client) (*Client, error) {
 	c.core = c.rest[corev1.SchemeGroupVersion]
 	return c, nil
 }
-
-// RESTClient returns the client of group version gv, nil if Client does not
-// speak it.
-func (c *Client) RESTClient(gv schema.GroupVersion) *rest.RESTClient { return c.rest[gv] }
