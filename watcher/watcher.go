@@ -15,13 +15,9 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -111,29 +107,6 @@ func (w *Watcher) WaitAlsoFor(synced cache.InformerSynced) {
 // yet: "not found" there would wrongly mean "deleted".
 var ErrNotSynced = errors.New("cache not synced yet")
 
-// kindWatch is one kind's informer and how to run it.
-type kindWatch struct {
-	inf     cache.SharedIndexInformer
-	compact bool               // objects are cached as CompactPod
-	cancel  context.CancelFunc // set once started
-	done    chan struct{}      // closed once a started informer has stopped
-}
-
-// Clients are what a Watcher lists and watches with. Dynamic and Resolve
-// are needed only for custom resources.
-type Clients struct {
-	Builtin Builtin
-	Dynamic dynamic.Interface
-	// Resolve finds the resource that serves a custom kind.
-	Resolve func(context.Context, schema.GroupVersionKind) (schema.GroupVersionResource, error)
-}
-
-// Builtin lists and watches the built-in kinds (Resource) as typed
-// objects; internal/kube's Client is one.
-type Builtin interface {
-	ListerWatcher(gvr schema.GroupVersionResource, kind string) (cache.ListerWatcher, runtime.Object, error)
-}
-
 // New makes a Watcher. resync is the informers' resync period (0: none);
 // handlers ignore resyncs whose resourceVersion did not change.
 func New(c Clients, resync time.Duration, logger *slog.Logger) *Watcher {
@@ -156,15 +129,6 @@ func (w *Watcher) Compacted(kind string) bool {
 	return ok && kw.compact
 }
 
-// compactTransform caches pods as CompactPod; anything else (a tombstone)
-// gets the usual stripping.
-func (w *Watcher) compactTransform(obj any) (any, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		return compactPod(pod, w.intern)
-	}
-	return StripUnread(obj)
-}
-
 // Informer returns the informer for kind, creating it on first use. Calls
 // for the same kind share one informer, one List/Watch and one cache.
 func (w *Watcher) Informer(kind string) (cache.SharedIndexInformer, error) {
@@ -173,37 +137,8 @@ func (w *Watcher) Informer(kind string) (cache.SharedIndexInformer, error) {
 	if kw, ok := w.kinds[kind]; ok {
 		return kw.inf, nil
 	}
-	kw := &kindWatch{}
-	// Each kind has an informer of its own (not one factory's), so that a
-	// kind no longer needed after a reload can be stopped on its own.
-	options := cache.SharedIndexInformerOptions{ResyncPeriod: w.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
-	transform := StripUnread
-	if gvr, ok := Resource(kind); ok {
-		lw, example, err := w.clients.Builtin.ListerWatcher(gvr, kind)
-		if err != nil {
-			return nil, fmt.Errorf("informer for %s: %w", kind, err)
-		}
-		if kind == "Pod" && w.compact != nil && w.compact(kind) {
-			transform, kw.compact = w.compactTransform, true
-		}
-		kw.inf = cache.NewSharedIndexInformerWithOptions(lw, example, options)
-	} else {
-		gvr, err := w.customResource(kind)
-		if err != nil {
-			return nil, err
-		}
-		res := w.clients.Dynamic.Resource(gvr)
-		lw := &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				return res.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				return res.Watch(ctx, opts)
-			},
-		}
-		kw.inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.clients.Dynamic), &unstructured.Unstructured{}, options)
-	}
-	if err := kw.inf.SetTransform(transform); err != nil {
+	kw, err := w.newKindWatch(kind)
+	if err != nil {
 		return nil, err
 	}
 	w.kinds[kind] = kw
@@ -220,44 +155,6 @@ func (w *Watcher) Remove(kind string) {
 		kw.stop()
 		w.logger.Info("stopped watching kind", "kind", kind)
 	}
-}
-
-// run starts the informer under ctx.
-func (kw *kindWatch) run(ctx context.Context) {
-	ctx, kw.cancel = context.WithCancel(ctx)
-	kw.done = make(chan struct{})
-	go func() {
-		defer close(kw.done)
-		kw.inf.RunWithContext(ctx)
-	}()
-}
-
-// stop stops a started informer and waits for it.
-func (kw *kindWatch) stop() {
-	if kw.cancel != nil {
-		kw.cancel()
-		<-kw.done
-	}
-}
-
-// discoveryTimeout bounds the discovery of a custom kind's resource.
-const discoveryTimeout = 30 * time.Second
-
-// customResource finds the resource of a kind spelled Kind.version.group
-// through API discovery.
-func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, error) {
-	name, rest, ok := strings.Cut(kind, ".")
-	if !ok || w.clients.Dynamic == nil || w.clients.Resolve == nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("herald cannot watch kind %q", kind)
-	}
-	version, group, _ := strings.Cut(rest, ".")
-	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
-	defer cancel()
-	gvr, err := w.clients.Resolve(ctx, schema.GroupVersionKind{Group: group, Version: version, Kind: name})
-	if err != nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("kind %s (%s/%s) is not served by the API server; is its CRD installed? %w", name, group, version, err)
-	}
-	return gvr, nil
 }
 
 // Kinds lists the kinds with an informer.

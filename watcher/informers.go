@@ -1,0 +1,129 @@
+package watcher
+
+// How a kind's informer is made, run and stopped: on herald's own client
+// for built-in kinds (typed, protobuf), on the dynamic client for custom
+// kinds.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+)
+
+// kindWatch is one kind's informer and how to run it.
+type kindWatch struct {
+	inf     cache.SharedIndexInformer
+	compact bool               // objects are cached as CompactPod
+	cancel  context.CancelFunc // set once started
+	done    chan struct{}      // closed once a started informer has stopped
+}
+
+// Clients are what a Watcher lists and watches with. Dynamic and Resolve
+// are needed only for custom resources.
+type Clients struct {
+	Builtin Builtin
+	Dynamic dynamic.Interface
+	// Resolve finds the resource that serves a custom kind.
+	Resolve func(context.Context, schema.GroupVersionKind) (schema.GroupVersionResource, error)
+}
+
+// Builtin lists and watches the built-in kinds (Resource) as typed
+// objects; internal/kube's Client is one.
+type Builtin interface {
+	ListerWatcher(gvr schema.GroupVersionResource, kind string) (cache.ListerWatcher, runtime.Object, error)
+}
+
+// newKindWatch makes kind's informer, not started. Each kind has an
+// informer of its own (not one factory's), so that a kind no longer needed
+// after a reload can be stopped on its own.
+func (w *Watcher) newKindWatch(kind string) (*kindWatch, error) {
+	kw := &kindWatch{}
+	options := cache.SharedIndexInformerOptions{ResyncPeriod: w.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
+	transform := StripUnread
+	if gvr, ok := Resource(kind); ok {
+		lw, example, err := w.clients.Builtin.ListerWatcher(gvr, kind)
+		if err != nil {
+			return nil, fmt.Errorf("informer for %s: %w", kind, err)
+		}
+		if kind == "Pod" && w.compact != nil && w.compact(kind) {
+			transform, kw.compact = w.compactTransform, true
+		}
+		kw.inf = cache.NewSharedIndexInformerWithOptions(lw, example, options)
+	} else {
+		gvr, err := w.customResource(kind)
+		if err != nil {
+			return nil, err
+		}
+		res := w.clients.Dynamic.Resource(gvr)
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return res.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				return res.Watch(ctx, opts)
+			},
+		}
+		kw.inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.clients.Dynamic), &unstructured.Unstructured{}, options)
+	}
+	if err := kw.inf.SetTransform(transform); err != nil {
+		return nil, err
+	}
+	return kw, nil
+}
+
+// compactTransform caches pods as CompactPod; anything else (a tombstone)
+// gets the usual stripping.
+func (w *Watcher) compactTransform(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return compactPod(pod, w.intern)
+	}
+	return StripUnread(obj)
+}
+
+// run starts the informer under ctx.
+func (kw *kindWatch) run(ctx context.Context) {
+	ctx, kw.cancel = context.WithCancel(ctx)
+	kw.done = make(chan struct{})
+	go func() {
+		defer close(kw.done)
+		kw.inf.RunWithContext(ctx)
+	}()
+}
+
+// stop stops a started informer and waits for it.
+func (kw *kindWatch) stop() {
+	if kw.cancel != nil {
+		kw.cancel()
+		<-kw.done
+	}
+}
+
+// discoveryTimeout bounds the discovery of a custom kind's resource.
+const discoveryTimeout = 30 * time.Second
+
+// customResource finds the resource of a kind spelled Kind.version.group
+// through API discovery.
+func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, error) {
+	name, rest, ok := strings.Cut(kind, ".")
+	if !ok || w.clients.Dynamic == nil || w.clients.Resolve == nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("herald cannot watch kind %q", kind)
+	}
+	version, group, _ := strings.Cut(rest, ".")
+	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
+	defer cancel()
+	gvr, err := w.clients.Resolve(ctx, schema.GroupVersionKind{Group: group, Version: version, Kind: name})
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("kind %s (%s/%s) is not served by the API server; is its CRD installed? %w", name, group, version, err)
+	}
+	return gvr, nil
+}
