@@ -20,7 +20,8 @@ var allowed = map[string][]string{
 	"config":             {},
 	"watcher":            {},
 	"internal/rules":     {"config"},
-	"internal/incident":  {"internal/rules"},
+	"internal/kube":      {},
+	"internal/incident":  {"internal/rules", "internal/kube"}, // the ledger's ConfigMaps
 	"sinks":              {"internal/incident"},
 	"sinks/webhook":      {"sinks", "internal/incident"},
 	"sinks/stdout":       {"sinks", "internal/incident"},
@@ -32,7 +33,7 @@ var allowed = map[string][]string{
 	"handlers":           {"watcher", "internal/rules", "internal/incident", "internal/ratelog", "sinks"},
 	"internal/testenv":   {},
 	"internal/natstest":  {},
-	"internal/enrich":    {"internal/incident", "internal/ratelog", "watcher"},
+	"internal/enrich":    {"internal/incident", "internal/kube", "internal/ratelog", "watcher"},
 	"internal/ratelog":   {},
 	"internal/silence":   {"config", "internal/incident", "watcher"},
 }

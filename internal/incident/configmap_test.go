@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/internal/testenv"
 )
@@ -39,7 +40,7 @@ func realisticIncidents(n int) []Incident {
 func TestConfigMapLedgerSizeBound(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
-	typed, err := env.Kube()
+	typed, err := kube.New(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/herald-k8s/herald/internal/kube"
 )
 
 // AdminUser is the user behind Env.Config; it is in system:masters.
@@ -250,11 +248,6 @@ func (e *Env) StopAPIServer() { e.apiserver.stop() }
 // Client returns an admin clientset.
 func (e *Env) Client() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(e.Config)
-}
-
-// Kube returns herald's own narrow client (internal/kube) for Config.
-func (e *Env) Kube() (*kube.Client, error) {
-	return kube.New(e.Config)
 }
 
 // ConfigFor returns a configuration that acts as user (and groups) through
