@@ -51,8 +51,11 @@ func holder(spec coordinationv1.LeaseSpec) string {
 // tryAcquireOrRenew makes one attempt to take or keep the Lease.
 func (e *elector) tryAcquireOrRenew(ctx context.Context) bool {
 	now := time.Now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	// The election's state is written by one goroutine at a time (acquire,
+	// then renew, then release) and only ever under mu, so that /healthz
+	// reads it under mu; no request is made holding mu, or a slow API
+	// server would block the liveness probe.
+	//
 	// The holder renews what it wrote last, without reading it first
 	// (half the requests); if someone else wrote since, the write fails
 	// on its resourceVersion and the full path below reads it.
@@ -81,7 +84,9 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) bool {
 		if h := holder(current.Spec); h != holder(e.observed) && h != "" && h != e.o.Identity {
 			e.o.Logger.Info("following the leader", "leader", h)
 		}
+		e.mu.Lock()
 		e.lease, e.observed, e.observedAt = current, current.Spec, now
+		e.mu.Unlock()
 	}
 	if h := holder(current.Spec); h != "" && h != e.o.Identity && now.Before(e.observedAt.Add(e.o.LeaseDuration)) {
 		return false // held by another, and renewed within a LeaseDuration
@@ -123,6 +128,8 @@ func (e *elector) spec(old coordinationv1.LeaseSpec, now time.Time) coordination
 }
 
 func (e *elector) observe(l *coordinationv1.Lease, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.lease, e.observed, e.observedAt = l, l.Spec, now
 	e.leading = holder(l.Spec) == e.o.Identity
 }
@@ -192,8 +199,6 @@ func (e *elector) renewWithin(ctx context.Context) bool {
 // release gives the Lease up (no holder, a one-second duration) so that
 // another candidate takes it at its next try instead of after it expires.
 func (e *elector) release(ctx context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if !e.leading || e.lease == nil {
 		return nil
 	}

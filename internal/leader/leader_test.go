@@ -207,3 +207,41 @@ func TestHealthzFailsWhenTheLeaderIsLate(t *testing.T) {
 		t.Error("a leader 2 s past its lease (tolerance 1 s) is healthy")
 	}
 }
+
+// slowLeases answers reads only when released, as an API server that
+// hangs.
+type slowLeases struct {
+	*memoryLeases
+	release chan struct{}
+}
+
+func (s slowLeases) GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	<-s.release
+	return s.memoryLeases.GetLease(ctx, namespace, name)
+}
+
+// TestHealthzAnswersWhileTheLeaseIsBeingRenewed: a renewal waiting on a
+// slow API server must not hold up /healthz (a liveness probe that
+// times out restarts the pod).
+func TestHealthzAnswersWhileTheLeaseIsBeingRenewed(t *testing.T) {
+	slow := slowLeases{memoryLeases: &memoryLeases{}, release: make(chan struct{})}
+	e := candidate(slow, "a", time.Second)
+	h := NewHealthz(time.Second)
+	h.set(e)
+	tried := make(chan bool)
+	go func() { tried <- e.tryAcquireOrRenew(context.Background()) }()
+	checked := make(chan error, 1)
+	go func() { checked <- h.Check(nil) }()
+	select {
+	case err := <-checked:
+		if err != nil {
+			t.Errorf("healthz during the renewal: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("healthz did not answer while a renewal waited on the API server")
+	}
+	close(slow.release)
+	if !<-tried {
+		t.Error("the renewal did not take the Lease once the API server answered")
+	}
+}
