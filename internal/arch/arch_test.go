@@ -19,11 +19,12 @@ const module = "github.com/herald-k8s/herald/"
 var allowed = map[string][]string{
 	"config":             {},
 	"watcher":            {},
-	"internal/rules":     {"config"},
+	"internal/tmpl":      {},
+	"internal/rules":     {"config", "internal/tmpl"},
 	"internal/kube":      {},
 	"internal/incident":  {"internal/rules", "internal/kube"}, // the ledger's ConfigMaps
 	"sinks":              {"internal/incident"},
-	"sinks/webhook":      {"sinks", "internal/incident"},
+	"sinks/webhook":      {"sinks", "internal/incident", "internal/tmpl"},
 	"sinks/stdout":       {"sinks", "internal/incident"},
 	"sinks/slack":        {"sinks", "internal/incident"},
 	"sinks/nats":         {"sinks", "internal/incident"},

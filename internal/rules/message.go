@@ -3,10 +3,10 @@ package rules
 import (
 	"fmt"
 	"strings"
-	"text/template"
 	"unicode/utf8"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/tmpl"
 )
 
 // Size bounds of a rendered message; longer ones are cut with a marker so
@@ -18,8 +18,8 @@ const (
 
 // templateFuncs is everything a message template can call: pure string
 // helpers, no file, environment or network access.
-func templateFuncs() template.FuncMap {
-	return template.FuncMap{
+func templateFuncs() tmpl.FuncMap {
+	return tmpl.FuncMap{
 		"lower":     strings.ToLower,
 		"upper":     strings.ToUpper,
 		"trim":      strings.TrimSpace,
@@ -53,7 +53,7 @@ type TemplateData struct {
 }
 
 type message struct {
-	title, text, runbook *template.Template
+	title, text, runbook *tmpl.Template
 	needsObject          bool
 }
 
@@ -65,11 +65,11 @@ type templateError struct {
 func compileMessage(m config.Message, runbookURL string) (*message, []templateError) {
 	msg := &message{needsObject: strings.Contains(m.Title+m.Text+runbookURL, ".Object")}
 	var errs []templateError
-	parse := func(field, src string) *template.Template {
+	parse := func(field, src string) *tmpl.Template {
 		if src == "" {
 			return nil
 		}
-		t, err := template.New(field).Option("missingkey=zero").Funcs(templateFuncs()).Parse(src)
+		t, err := tmpl.Parse(field, src, templateFuncs(), tmpl.MissingZero)
 		if err != nil {
 			errs = append(errs, templateError{field: field, err: err})
 		}
@@ -102,7 +102,7 @@ func (m *message) render(f Finding, d Detection, in *input) (title, text, runboo
 			return title, text, "", err
 		}
 	}
-	exec := func(t *template.Template, fallback string, limit int) string {
+	exec := func(t *tmpl.Template, fallback string, limit int) string {
 		if t == nil {
 			return fallback
 		}
