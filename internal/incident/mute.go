@@ -39,22 +39,54 @@ type Mute struct {
 	Source string
 }
 
-// Muter says whether an incident is muted now. open lists the open
+// Muter says whether an incident is muted now. open gives the open
 // incidents (an inhibition's sources). The tracker asks it with its lock
 // held, before each notification and while an incident stays muted: it
 // must be quick, must not call back into the tracker, and must keep
 // neither inc nor what open yields beyond the call.
 type Muter interface {
-	Mute(inc *Incident, open iter.Seq[*Incident], now time.Time) (Mute, bool)
+	Mute(inc *Incident, open Open, now time.Time) (Mute, bool)
 }
 
-// openIncidents yields the open incidents; t.mu must be held.
-func (t *Tracker) openIncidents(yield func(*Incident) bool) {
-	for _, inc := range t.open {
-		if !yield(inc) {
-			return
+// Open is what a Muter may read of the open incidents.
+type Open interface {
+	// All yields every open incident.
+	All() iter.Seq[*Incident]
+	// WithReason yields the open incidents with that reason, from an
+	// index: an inhibition's source names a reason, and scanning every
+	// open incident before each notification cost in proportion to the
+	// size of a storm.
+	WithReason(reason string) iter.Seq[*Incident]
+}
+
+// openView is the tracker's Open; t.mu must be held while it is used.
+type openView struct{ t *Tracker }
+
+func (v openView) All() iter.Seq[*Incident] { return maps.Values(v.t.open) }
+
+func (v openView) WithReason(reason string) iter.Seq[*Incident] {
+	return maps.Values(v.t.openByReason[reason])
+}
+
+// addOpen and removeOpen keep t.open and its index by reason together.
+func (t *Tracker) addOpen(inc *Incident) {
+	t.open[inc.Fingerprint] = inc
+	byFP := t.openByReason[inc.Reason]
+	if byFP == nil {
+		byFP = map[string]*Incident{}
+		t.openByReason[inc.Reason] = byFP
+	}
+	byFP[inc.Fingerprint] = inc
+}
+
+func (t *Tracker) removeOpen(fp string) {
+	if inc := t.open[fp]; inc != nil {
+		delete(t.openByReason[inc.Reason], fp)
+		if len(t.openByReason[inc.Reason]) == 0 {
+			delete(t.openByReason, inc.Reason)
 		}
 	}
+	delete(t.open, fp)
 }
 
 // notify makes the incident's next notification unless it is muted, in
@@ -68,7 +100,7 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change str
 		return t.record(inc, tr, now, change), true
 	}
 	if t.opts.Muter != nil {
-		if m, ok := t.opts.Muter.Mute(inc, t.openIncidents, now); ok {
+		if m, ok := t.opts.Muter.Mute(inc, openView{t}, now); ok {
 			again := t.muted[inc.Fingerprint] && inc.MutedBy == m.By
 			t.mute(inc, m)
 			// A repeat falls due at every reconcile while muted (it is
@@ -175,7 +207,7 @@ func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 			continue
 		}
 		if t.opts.Muter != nil {
-			if m, ok := t.opts.Muter.Mute(inc, t.openIncidents, now); ok {
+			if m, ok := t.opts.Muter.Mute(inc, openView{t}, now); ok {
 				t.mute(inc, m) // it may now be another silence, or a later end
 				continue
 			}
@@ -206,7 +238,7 @@ func (t *Tracker) noteSilenced(now time.Time) []Notification {
 		if inc.Seq == 0 || inc.MutedBy != "" || !inc.ResolvingSince.IsZero() {
 			continue
 		}
-		m, ok := t.opts.Muter.Mute(inc, t.openIncidents, now)
+		m, ok := t.opts.Muter.Mute(inc, openView{t}, now)
 		if !ok || m.Source != "" {
 			continue
 		}

@@ -2,7 +2,8 @@ package incident
 
 import (
 	"fmt"
-	"iter"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // untilMuter mutes every incident until a fixed time (zero: never).
 type untilMuter struct{ until time.Time }
 
-func (m *untilMuter) Mute(_ *Incident, _ iter.Seq[*Incident], now time.Time) (Mute, bool) {
+func (m *untilMuter) Mute(_ *Incident, _ Open, now time.Time) (Mute, bool) {
 	if now.Before(m.until) {
 		return Mute{By: "silence shop/test", Until: m.until}, true
 	}
@@ -150,7 +151,7 @@ type countingMuter struct {
 	asked int
 }
 
-func (m *countingMuter) Mute(inc *Incident, open iter.Seq[*Incident], now time.Time) (Mute, bool) {
+func (m *countingMuter) Mute(inc *Incident, open Open, now time.Time) (Mute, bool) {
 	m.asked++
 	return m.untilMuter.Mute(inc, open, now)
 }
@@ -185,5 +186,84 @@ func TestReleaseMutedAsksOnlyWhatMayHaveEnded(t *testing.T) {
 	clock.t = muter.until
 	if notes := tr.ReleaseMuted(clock.t); len(notes) != 100 {
 		t.Errorf("at the mute's end: %d firings, want 100", len(notes))
+	}
+}
+
+// indexCheckingMuter compares, at every question, the tracker's index of
+// open incidents by reason with a scan of all of them.
+type indexCheckingMuter struct {
+	t       *testing.T
+	reasons []string
+	asked   int
+	seen    map[string]int // reason → most open incidents seen with it
+}
+
+func (m *indexCheckingMuter) Mute(_ *Incident, open Open, _ time.Time) (Mute, bool) {
+	m.asked++
+	for _, reason := range m.reasons {
+		var scanned []string
+		for inc := range open.All() {
+			if inc.Reason == reason {
+				scanned = append(scanned, inc.ID)
+			}
+		}
+		var indexed []string
+		for inc := range open.WithReason(reason) {
+			indexed = append(indexed, inc.ID)
+		}
+		slices.Sort(scanned)
+		slices.Sort(indexed)
+		if !slices.Equal(scanned, indexed) {
+			m.t.Errorf("open with reason %s: index %v, scan %v", reason, indexed, scanned)
+		}
+		m.seen[reason] = max(m.seen[reason], len(indexed))
+	}
+	return Mute{}, false
+}
+
+// TestOpenIncidentsByReason: what a Muter gets by reason (the index
+// inhibition uses) is what a scan of every open incident finds, through
+// firing, resolving, dropping a rule's incidents and restoring.
+func TestOpenIncidentsByReason(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	muter := &indexCheckingMuter{t: t, reasons: []string{"CrashLoopBackOff", "OOMKilled"}, seen: map[string]int{}}
+	tr := NewTracker(Options{Now: clock.now, Muter: muter})
+	oom := func(pod string) rules.Finding {
+		f := podFinding(pod, 1)
+		f.Rule, f.Reason = "pod-oom", "OOMKilled"
+		return f
+	}
+	for i := range 6 {
+		pod := fmt.Sprintf("api-%d", i)
+		findings := []rules.Finding{podFinding(pod, 1)}
+		if i%2 == 0 {
+			findings = append(findings, oom(pod))
+		}
+		tr.Reconcile("Pod/shop/"+pod, findings)
+	}
+	if muter.seen["CrashLoopBackOff"] < 5 || muter.seen["OOMKilled"] < 2 {
+		t.Fatalf("the muter saw %v open incidents by reason, want 5+ crash loops and 2+ OOM kills", muter.seen)
+	}
+	clock.t = clock.t.Add(time.Hour)
+	for i := range 3 { // three pods recover: their incidents resolve
+		tr.Reconcile(fmt.Sprintf("Pod/shop/api-%d", i), nil)
+	}
+	asked := muter.asked
+	tr.Reconcile("Pod/shop/api-9", []rules.Finding{podFinding("api-9", 1)})
+	if muter.asked == asked {
+		t.Fatal("the muter was not asked about a new incident")
+	}
+	tr.DropRules(map[string]bool{"pod-oom": true})
+	saved := slices.Collect(maps.Values(tr.open))
+	restored := NewTracker(Options{Now: clock.now, Muter: muter})
+	var incs []Incident
+	for _, inc := range saved {
+		incs = append(incs, *inc)
+	}
+	restored.Restore(incs)
+	asked = muter.asked
+	restored.Reconcile("Pod/shop/api-10", []rules.Finding{podFinding("api-10", 1), oom("api-10")})
+	if muter.asked == asked {
+		t.Fatal("the restored tracker's muter was not asked")
 	}
 }

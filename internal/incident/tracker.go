@@ -40,9 +40,11 @@ type Options struct {
 type Tracker struct {
 	opts Options
 
-	mu       sync.Mutex
-	open     map[string]*Incident // fingerprint → open incident
-	resolved map[string]*Incident // ID → resolved incident
+	mu   sync.Mutex
+	open map[string]*Incident // fingerprint → open incident
+	// openByReason indexes open by reason → fingerprint (mute.go).
+	openByReason map[string]map[string]*Incident
+	resolved     map[string]*Incident // ID → resolved incident
 	// lastResolved is the ID of each fingerprint's latest resolved
 	// incident: older ones whose deliveries are done are dropped, so the
 	// ledger holds one resolved incident per problem, not one per
@@ -77,7 +79,7 @@ func NewTracker(opts Options) *Tracker {
 		opts.Now = time.Now
 	}
 	return &Tracker{
-		opts: opts, open: map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
+		opts: opts, open: map[string]*Incident{}, openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
 		byObject: map[string]map[string]bool{}, pending: map[string]map[string]time.Time{},
 		occurrences: map[string]int{}, held: map[string]bool{}, muted: map[string]bool{}, settling: map[string]bool{},
 	}
@@ -235,7 +237,7 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 	if f.GroupByWorkload && f.Group != nil {
 		inc.Grouped, inc.Object, inc.Total = true, *f.Group, max(f.GroupTotal, 1)
 	}
-	t.open[fp] = inc
+	t.addOpen(inc)
 	t.index(object, fp)
 	t.setSettling(object, fp, f.Settling)
 	return t.notify(inc, Firing, now, "")
@@ -286,7 +288,7 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 		return t.notify(inc, Updated, now, change)
 	}
 	t.unindex(object, fp)
-	delete(t.open, fp)
+	t.removeOpen(fp)
 	inc.ResolvedAt = now
 	t.retire(inc)
 	return t.notify(inc, Resolved, now, "")

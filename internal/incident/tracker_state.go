@@ -34,7 +34,7 @@ func (t *Tracker) DropRules(removed map[string]bool) int {
 			t.unindex(m, fp)
 			t.setSettling(m, fp, false)
 		}
-		delete(t.open, fp)
+		t.removeOpen(fp)
 		delete(t.held, fp)
 		delete(t.muted, fp)
 		n++
@@ -129,7 +129,7 @@ func (t *Tracker) Restore(incs []Incident) {
 			t.retire(&inc)
 			continue
 		}
-		t.open[inc.Fingerprint] = &inc
+		t.addOpen(&inc)
 		for _, m := range inc.Members {
 			t.index(m, inc.Fingerprint)
 		}

@@ -3,6 +3,7 @@ package silence
 import (
 	"context"
 	"io"
+	"iter"
 	"log/slog"
 	"strings"
 	"testing"
@@ -25,7 +26,14 @@ import (
 )
 
 // noIncidents is an empty set of open incidents.
-func noIncidents(func(*incident.Incident) bool) {}
+var noIncidents incident.Open = emptyOpen{}
+
+type emptyOpen struct{}
+
+func (emptyOpen) All() iter.Seq[*incident.Incident] { return func(func(*incident.Incident) bool) {} }
+func (emptyOpen) WithReason(string) iter.Seq[*incident.Incident] {
+	return func(func(*incident.Incident) bool) {}
+}
 
 // chartCRDs is the file the chart installs.
 const chartCRDs = "../../charts/herald/crds/silences.herald.io.yaml"

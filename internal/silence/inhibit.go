@@ -1,7 +1,6 @@
 package silence
 
 import (
-	"iter"
 	"slices"
 	"strings"
 
@@ -65,7 +64,7 @@ func matches(m config.IncidentMatcher, inc *incident.Incident) bool {
 
 // inhibited says whether one of the inhibitions mutes inc (whose objects
 // described holds), given the open incidents, and by which source.
-func inhibited(inhibitions []Inhibition, inc *incident.Incident, described []Object, open iter.Seq[*incident.Incident], objects Objects) (incident.Mute, bool) {
+func inhibited(inhibitions []Inhibition, inc *incident.Incident, described []Object, open incident.Open, objects Objects) (incident.Mute, bool) {
 	target := equalValues(inc.Object.Namespace, described)
 	sourceValues := map[*incident.Incident]map[string][]string{} // each source described once
 	valuesOf := func(src *incident.Incident) map[string][]string {
@@ -80,8 +79,14 @@ func inhibited(inhibitions []Inhibition, inc *incident.Incident, described []Obj
 		if !matches(in.Target, inc) {
 			continue
 		}
+		// A source that names its reason is looked up in the tracker's
+		// index instead of among every open incident.
+		candidates := open.All()
+		if in.Source.Reason != "" {
+			candidates = open.WithReason(in.Source.Reason)
+		}
 		var sources []*incident.Incident
-		for src := range open {
+		for src := range candidates {
 			// An inhibited incident inhibits nothing: two that would
 			// mute each other leave the first one heard.
 			if src != inc && src.MutedBySource == "" && matches(in.Source, src) {

@@ -1,7 +1,6 @@
 package silence
 
 import (
-	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -168,7 +167,7 @@ func (m *Muter) Silences() []Silence {
 // annotation on its objects, their workloads or its namespace (whichever
 // ends last), else by an inhibition whose source is among the open
 // incidents.
-func (m *Muter) Mute(inc *incident.Incident, open iter.Seq[*incident.Incident], now time.Time) (incident.Mute, bool) {
+func (m *Muter) Mute(inc *incident.Incident, open incident.Open, now time.Time) (incident.Mute, bool) {
 	m.mu.Lock()
 	objects, inhibitions, schedule := m.objects, m.inhibitions, m.schedules[inc.Rule]
 	m.mu.Unlock()
