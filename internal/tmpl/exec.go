@@ -3,6 +3,7 @@ package tmpl
 import (
 	"fmt"
 	"io"
+	"iter"
 	"reflect"
 	"text/template/parse"
 )
@@ -239,23 +240,14 @@ func (s *state) walkRange(dot reflect.Value, r *parse.RangeNode) {
 				break
 			}
 		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		if len(decl) > 1 {
 			s.errorf("can't use %v to iterate over more than one variable", val)
 		}
-		for i := int64(0); i < val.Int(); i++ {
+		for i := range countTo(val) {
 			ran = true
-			if !iterate(reflect.ValueOf(i), reflect.ValueOf(i)) {
-				break
-			}
-		}
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		if len(decl) > 1 {
-			s.errorf("can't use %v to iterate over more than one variable", val)
-		}
-		for i := uint64(0); i < val.Uint(); i++ {
-			ran = true
-			if !iterate(reflect.ValueOf(i), reflect.ValueOf(i)) {
+			if !iterate(i, i) {
 				break
 			}
 		}
@@ -342,6 +334,26 @@ func printableValue(v reflect.Value) (any, bool) {
 		}
 	}
 	return v.Interface(), true
+}
+
+// countTo yields 0, 1, … up to n (excluded) as int64s, or uint64s for an
+// unsigned n, as {{range n}} visits them.
+func countTo(n reflect.Value) iter.Seq[reflect.Value] {
+	return func(yield func(reflect.Value) bool) {
+		if n.CanInt() {
+			for i := int64(0); i < n.Int(); i++ {
+				if !yield(reflect.ValueOf(i)) {
+					return
+				}
+			}
+			return
+		}
+		for i := uint64(0); i < n.Uint(); i++ {
+			if !yield(reflect.ValueOf(i)) {
+				return
+			}
+		}
+	}
 }
 
 // indirect follows pointers and interfaces to a value; isNil when one of
