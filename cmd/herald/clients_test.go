@@ -4,9 +4,13 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // countingTransport counts round trips and reports each failed one.
@@ -108,5 +112,25 @@ func TestPatientWatchesOnlyWaitForWatches(t *testing.T) {
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("a canceled watch returned no error")
+	}
+}
+
+// TestMetricsAreServedUncompressed: a scraper that offers gzip (Prometheus
+// does) gets the exposition as it is, so no gzip writer is held between
+// scrapes; the metrics are all there.
+func TestMetricsAreServedUncompressed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_test_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Add(3)
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	metricsHandler(reg).ServeHTTP(rec, req)
+	if enc := rec.Header().Get("Content-Encoding"); enc != "" {
+		t.Errorf("Content-Encoding %q, want none", enc)
+	}
+	if !strings.Contains(rec.Body.String(), "herald_test_total 3\n") {
+		t.Errorf("exposition lacks the counter:\n%s", rec.Body.String())
 	}
 }
