@@ -50,22 +50,13 @@ func (s *state) evalCommand(dot reflect.Value, cmd *parse.CommandNode, final ref
 	case *parse.VariableNode:
 		return s.evalVariableNode(dot, n, cmd.Args, final)
 	}
+	// A constant or dot: a value, which takes no arguments.
 	s.at(first)
 	s.notAFunction(cmd.Args, final)
-	switch n := first.(type) {
-	case *parse.BoolNode:
-		return reflect.ValueOf(n.True)
-	case *parse.DotNode:
-		return dot
-	case *parse.NilNode:
+	if _, isNil := first.(*parse.NilNode); isNil {
 		s.errorf("nil is not a command")
-	case *parse.NumberNode:
-		return s.idealConstant(n)
-	case *parse.StringNode:
-		return reflect.ValueOf(n.Text)
 	}
-	s.errorf("can't evaluate command %q", first)
-	return reflect.Value{}
+	return s.evalEmptyInterface(dot, first)
 }
 
 func (s *state) notAFunction(args []parse.Node, final reflect.Value) {
