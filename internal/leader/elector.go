@@ -84,9 +84,7 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) bool {
 		if h := holder(current.Spec); h != holder(e.observed) && h != "" && h != e.o.Identity {
 			e.o.Logger.Info("following the leader", "leader", h)
 		}
-		e.mu.Lock()
-		e.lease, e.observed, e.observedAt = current, current.Spec, now
-		e.mu.Unlock()
+		e.observe(current, now)
 	}
 	if h := holder(current.Spec); h != "" && h != e.o.Identity && now.Before(e.observedAt.Add(e.o.LeaseDuration)) {
 		return false // held by another, and renewed within a LeaseDuration

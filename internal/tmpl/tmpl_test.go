@@ -182,7 +182,7 @@ var missingOptions = []struct {
 }{{"missingkey=default", MissingInvalid}, {"missingkey=zero", MissingZero}, {"missingkey=error", MissingError}}
 
 // render runs src through both engines; it returns both outcomes.
-func render(t testing.TB, src string, data any, option string, missing MissingKey) (want, got string) {
+func render(src string, data any, option string, missing MissingKey) (want, got string) {
 	theirFuncs, ourFuncs := testFuncs()
 	outcome := func(w *cappedWriter, err error) string {
 		if err != nil {
@@ -231,7 +231,7 @@ func TestRendersAsTextTemplateDoes(t *testing.T) {
 	data := sample()
 	for _, src := range corpus {
 		for _, m := range missingOptions {
-			want, got := render(t, src, data, m.option, m.ours)
+			want, got := render(src, data, m.option, m.ours)
 			if !sameOutcome(want, got) {
 				t.Errorf("%s, %s:\n text/template: %q\n tmpl:          %q", src, m.option, want, got)
 			}
@@ -319,7 +319,7 @@ func FuzzRendersAsTextTemplateDoes(f *testing.F) {
 			t.Skip()
 		}
 		for _, m := range missingOptions {
-			want, got := render(t, src, data, m.option, m.ours)
+			want, got := render(src, data, m.option, m.ours)
 			if !sameOutcome(want, got) && failedAt(want) != failedAt(got) {
 				t.Errorf("%s, %s:\n text/template: %q\n tmpl:          %q", src, m.option, want, got)
 			}
