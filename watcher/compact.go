@@ -155,4 +155,19 @@ func (in *interner) get(s string) string {
 	return s
 }
 
+// getBytes is get for a string still in its encoding's bytes: a string
+// already held costs no allocation.
+func (in *interner) getBytes(b []byte) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[string(b)]; ok {
+		return v
+	}
+	s := string(b)
+	if len(in.m) < in.limit {
+		in.m[s] = s
+	}
+	return s
+}
+
 func (in *interner) uid(u types.UID) types.UID { return types.UID(in.get(string(u))) }

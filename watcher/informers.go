@@ -38,9 +38,11 @@ type Clients struct {
 }
 
 // Builtin lists and watches the built-in kinds (Resource) as typed
-// objects; internal/kube's Client is one.
+// objects, or decoded from protobuf by a function of the caller's;
+// internal/kube's Client is one.
 type Builtin interface {
 	ListerWatcher(gvr schema.GroupVersionResource, kind string) (cache.ListerWatcher, runtime.Object, error)
+	ListerWatcherDecoding(gvr schema.GroupVersionResource, kind string, decode func(raw []byte) (runtime.Object, error)) (cache.ListerWatcher, error)
 }
 
 // newKindWatch makes kind's informer, not started. Each kind has an
@@ -51,12 +53,20 @@ func (w *Watcher) newKindWatch(kind string) (*kindWatch, error) {
 	options := cache.SharedIndexInformerOptions{ResyncPeriod: w.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
 	transform := StripUnread
 	if gvr, ok := Resource(kind); ok {
-		lw, example, err := w.clients.Builtin.ListerWatcher(gvr, kind)
+		var lw cache.ListerWatcher
+		var example runtime.Object
+		var err error
+		if kind == "Pod" && w.compact != nil && w.compact(kind) {
+			// Pods decode from protobuf straight into CompactPod.
+			transform, kw.compact, example = w.compactTransform, true, &CompactPod{}
+			lw, err = w.clients.Builtin.ListerWatcherDecoding(gvr, kind, func(raw []byte) (runtime.Object, error) {
+				return decodeCompactPod(raw, w.intern)
+			})
+		} else {
+			lw, example, err = w.clients.Builtin.ListerWatcher(gvr, kind)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("informer for %s: %w", kind, err)
-		}
-		if kind == "Pod" && w.compact != nil && w.compact(kind) {
-			transform, kw.compact = w.compactTransform, true
 		}
 		kw.inf = cache.NewSharedIndexInformerWithOptions(lw, example, options)
 	} else {
@@ -81,11 +91,14 @@ func (w *Watcher) newKindWatch(kind string) (*kindWatch, error) {
 	return kw, nil
 }
 
-// compactTransform caches pods as CompactPod; anything else (a tombstone)
-// gets the usual stripping.
+// compactTransform caches pods as CompactPod (most arrive decoded so);
+// anything else (a tombstone) gets the usual stripping.
 func (w *Watcher) compactTransform(obj any) (any, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		return compactPod(pod, w.intern)
+	switch o := obj.(type) {
+	case *CompactPod:
+		return o, nil
+	case *corev1.Pod:
+		return compactPod(o, w.intern)
 	}
 	return StripUnread(obj)
 }

@@ -11,6 +11,7 @@ package kube
 
 import (
 	"fmt"
+	"net/http"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -59,8 +60,10 @@ var groups = []schema.GroupVersion{
 // Client reaches the API server for Scheme's groups over one HTTP client
 // (one connection pool).
 type Client struct {
-	rest map[schema.GroupVersion]*rest.RESTClient
-	core *rest.RESTClient
+	rest    map[schema.GroupVersion]*rest.RESTClient
+	configs map[schema.GroupVersion]*rest.Config // each group's, for clients decoding differently
+	http    *http.Client
+	core    *rest.RESTClient
 }
 
 // New makes a Client. Objects travel as protobuf (smaller on the wire and
@@ -86,7 +89,7 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	c := &Client{rest: map[schema.GroupVersion]*rest.RESTClient{}}
+	c := &Client{rest: map[schema.GroupVersion]*rest.RESTClient{}, configs: map[schema.GroupVersion]*rest.Config{}, http: httpClient}
 	for _, gv := range groups {
 		gcfg := rest.CopyConfig(cfg)
 		gcfg.GroupVersion = &gv
@@ -98,7 +101,7 @@ func New(cfg *rest.Config) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes client for %s: %w", gv, err)
 		}
-		c.rest[gv] = rc
+		c.rest[gv], c.configs[gv] = rc, gcfg
 	}
 	c.core = c.rest[corev1.SchemeGroupVersion]
 	return c, nil

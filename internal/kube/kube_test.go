@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,10 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/testenv"
@@ -35,6 +38,7 @@ func TestOnControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("ListAndWatchTyped", func(t *testing.T) { listAndWatchTyped(t, env, c) })
+	t.Run("ListAndWatchDecoding", func(t *testing.T) { listAndWatchDecoding(t, env, c) })
 	t.Run("ConfigMaps", func(t *testing.T) { configMaps(t, c) })
 	t.Run("ResourceFor", func(t *testing.T) { resourceFor(t, c) })
 	t.Run("Reviews", func(t *testing.T) { reviews(t, env, c) })
@@ -90,6 +94,97 @@ func listAndWatchTyped(t *testing.T, env *testenv.Env, c *kube.Client) {
 	}
 	if _, _, err := c.ListerWatcher(schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget"); err == nil {
 		t.Error("a ListerWatcher for a group herald's client does not speak, want an error")
+	}
+}
+
+// decodedPod is what the test's decode makes of a pod: another type
+// than the scheme's, so that a corev1.Pod in a list or an event would
+// show the decode was bypassed.
+type decodedPod struct {
+	metav1.PartialObjectMetadata
+	image string
+}
+
+// listAndWatchDecoding: pages of a list and watch events reach the
+// caller's decode with the pod's own encoding; a Status (an error
+// answer) still decodes as one.
+func listAndWatchDecoding(t *testing.T, env *testenv.Env, c *kube.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded atomic.Int32
+	decode := func(raw []byte) (runtime.Object, error) {
+		var pod corev1.Pod
+		if err := pod.Unmarshal(raw); err != nil {
+			return nil, err
+		}
+		decoded.Add(1)
+		out := &decodedPod{image: pod.Spec.Containers[0].Image}
+		out.ObjectMeta = pod.ObjectMeta
+		return out, nil
+	}
+	lw, err := c.ListerWatcherDecoding(corev1.SchemeGroupVersion.WithResource("pods"), "Pod", decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("decoded-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: fmt.Sprintf("shop:%d", i)}}}}
+		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	var rv string
+	for opts := (metav1.ListOptions{Limit: 2}); ; {
+		listed, err := lw.(cache.ListerWatcherWithContext).ListWithContext(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, ok := listed.(*kube.List)
+		if !ok || list.ResourceVersion == "" {
+			t.Fatalf("listed %T %+v, want a kube.List with a resourceVersion", listed, listed)
+		}
+		for _, it := range list.Items {
+			p, ok := it.(*decodedPod)
+			if !ok || p.image != "shop:"+strings.TrimPrefix(p.Name, "decoded-") {
+				t.Fatalf("list item %T %+v, want the decode's", it, it)
+			}
+			names = append(names, p.Name)
+		}
+		if rv, opts.Continue = list.ResourceVersion, list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	if strings.Join(names, ",") != "decoded-0,decoded-1,decoded-2" || decoded.Load() != 3 {
+		t.Fatalf("listed %v over pages with %d decodes, want the 3 pods decoded once each", names, decoded.Load())
+	}
+	w, err := lw.(cache.ListerWatcherWithContext).WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := client.CoreV1().Pods("default").Delete(ctx, "decoded-1", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if got, ok := ev.Object.(*decodedPod); !ok || got.Name != "decoded-1" {
+			t.Fatalf("watched %s %T, want the decode's pod decoded-1", ev.Type, ev.Object)
+		}
+	case <-ctx.Done():
+		t.Fatal("no watch event for the deleted pod")
+	}
+	// An error answer is a Status, decoded as the scheme's.
+	_, err = lw.(cache.ListerWatcherWithContext).ListWithContext(ctx, metav1.ListOptions{LabelSelector: "a in (b"})
+	if st, ok := err.(apierrors.APIStatus); !ok || st.Status().Code != http.StatusBadRequest {
+		t.Fatalf("listing with a broken selector: %T %v, want a 400 Status", err, err)
+	}
+	if _, err := c.ListerWatcherDecoding(schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget", decode); err == nil {
+		t.Error("a decoding ListerWatcher for a group herald's client does not speak, want an error")
 	}
 }
 
