@@ -167,9 +167,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	w.Start(ctx)
 	defer w.Shutdown()
 	go func() {
-		// The initial lists decode every object whole before the
-		// transform trims it; hand that transient peak back to the OS
-		// once, rather than keep it as RSS for the life of the process.
+		// The initial lists decode every object but pods whole before
+		// the transform trims it, and pages of a list are held until
+		// their objects are cached; hand that transient peak back to the
+		// OS once, rather than keep it as RSS for the life of the process.
 		if wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) { return w.Synced(), nil }) == nil {
 			debug.FreeOSMemory()
 		}
