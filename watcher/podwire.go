@@ -4,7 +4,7 @@ package watcher
 // Decoding a whole corev1.Pod (its managedFields, volumes, environment,
 // probes…) only to keep a tenth of it and encode that tenth again was the
 // largest share of herald's CPU per notification (issue #17): every
-// watch event of a crash-looping pod paid for it. DecodeCompactPod walks
+// watch event of a crash-looping pod paid for it. decodeCompactPod walks
 // the encoding instead, copies the kept fields of the spec and status
 // without decoding them, and decodes only the metadata the event
 // handlers read. compactPod (from a decoded Pod) stays for what arrives
@@ -45,12 +45,8 @@ var (
 		8: keepContainerStatus, 10: keepContainerStatus}}
 )
 
-// DecodeCompactPod decodes a protobuf-encoded Pod (the message, without
+// decodeCompactPod decodes a protobuf-encoded Pod (the message, without
 // the "k8s\x00" envelope) into the CompactPod that compactPod makes of it.
-func (w *Watcher) DecodeCompactPod(raw []byte) (*CompactPod, error) {
-	return decodeCompactPod(raw, w.intern)
-}
-
 func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 	c := &CompactPod{}
 	var meta, spec, status []byte
