@@ -48,6 +48,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	shutdownGrace := fs.Duration("shutdown-grace", 20*time.Second, "after SIGTERM, how long queued notifications may take to go out before herald stops")
 	withPprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr (for performance work)")
 	kubeVerbosity := fs.Int("kube-log-verbosity", 0, "verbosity of the Kubernetes client's own log (with --log-level debug); 4 shows every list and watch the informers make and why")
+	apiCompression := fs.Bool("api-compression", false, "let the API server gzip its large answers (lists, ledger writes); worth it only over a slow link to it, as in-cluster it costs both sides CPU for nothing")
 	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -96,6 +97,11 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	restCfg.UserAgent = "herald/" + version
+	// Gzip is client-go's default: the API server compresses any answer
+	// over 128 KB (a page of pods, a ledger shard's echo) and herald
+	// inflates it again (see docs/performance.md), for bytes that only
+	// cross the pod network.
+	restCfg.DisableCompression = restCfg.DisableCompression || !*apiCompression
 	clients, typed, err := newClients(restCfg)
 	if err != nil {
 		logger.Error("creating the Kubernetes client", "error", err)

@@ -243,7 +243,7 @@ func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
 		}},
 		Data: map[string]string{dataKey: data},
 	}
-	_, err := s.client.UpdateConfigMap(ctx, cm)
+	err := s.client.UpdateConfigMap(ctx, cm)
 	if apierrors.IsNotFound(err) {
 		_, err = s.client.CreateConfigMap(ctx, cm)
 	}

@@ -202,12 +202,12 @@ func configMaps(t *testing.T, c *kube.Client) {
 		t.Errorf("creating it twice: %v, want AlreadyExists", err)
 	}
 	cm.Data["k"] = "v2"
-	if _, err := c.UpdateConfigMap(ctx, cm); err != nil {
+	if err := c.UpdateConfigMap(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	stale := created.DeepCopy()
 	stale.Data["k"] = "v3"
-	if _, err := c.UpdateConfigMap(ctx, stale); !apierrors.IsConflict(err) {
+	if err := c.UpdateConfigMap(ctx, stale); !apierrors.IsConflict(err) {
 		t.Errorf("updating an old resourceVersion: %v, want Conflict", err)
 	}
 	list, err := c.ListConfigMaps(ctx, "default", metav1.ListOptions{LabelSelector: "ledger=yes"})
