@@ -5,7 +5,6 @@ package nats
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -107,7 +106,7 @@ func (s *Sink) Close() { s.nc.Close() }
 // be restarting, or the stream electing a leader.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	payload := sinks.NewPayload(n)
-	data, err := json.Marshal(payload)
+	data, err := payload.AppendJSON(make([]byte, 0, 1024))
 	if err != nil {
 		return fmt.Errorf("nats %s: encoding payload: %w", s.opts.Name, err)
 	}

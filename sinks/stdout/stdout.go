@@ -4,7 +4,6 @@ package stdout
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -36,7 +35,8 @@ func (s *Sink) Name() string { return s.name }
 func (s *Sink) Send(_ context.Context, n incident.Notification) error {
 	var line string
 	if s.json {
-		b, err := json.Marshal(sinks.NewPayload(n))
+		p := sinks.NewPayload(n)
+		b, err := p.AppendJSON(nil)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -61,13 +62,17 @@ func Verify(key []byte, id, timestamp, signatures string, body []byte, now time.
 	return errors.New("no matching signature")
 }
 
-// cloudEvent wraps a payload as a CloudEvents 1.0 structured-mode event.
-func cloudEvent(p sinks.Payload) map[string]any {
+// cloudEvent encodes a payload as a CloudEvents 1.0 structured-mode event.
+func cloudEvent(p sinks.Payload) ([]byte, error) {
 	subject := p.Object.Kind + "/" + p.Object.Name
 	if p.Object.Namespace != "" {
 		subject = p.Object.Kind + "/" + p.Object.Namespace + "/" + p.Object.Name
 	}
-	return map[string]any{
+	data, err := p.AppendJSON(nil)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{
 		"specversion":     "1.0",
 		"id":              p.ID,
 		"source":          "herald",
@@ -75,6 +80,6 @@ func cloudEvent(p sinks.Payload) map[string]any {
 		"subject":         subject,
 		"time":            p.Time,
 		"datacontenttype": "application/json",
-		"data":            p,
-	}
+		"data":            json.RawMessage(data),
+	})
 }

@@ -5,7 +5,6 @@ package webhook
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -79,18 +78,18 @@ func (s *Sink) Name() string { return s.opts.Name }
 // (honouring Retry-After); any other status is final.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	payload := sinks.NewPayload(n)
-	var doc any = payload
 	contentType := "application/json"
-	if s.opts.CloudEvents {
-		doc, contentType = cloudEvent(payload), "application/cloudevents+json"
-	}
 	var body []byte
 	var err error
-	if s.body != nil {
+	switch {
+	case s.body != nil:
 		contentType = cmp.Or(s.opts.ContentType, "application/json")
 		body, err = s.body.Render(payload, contentType)
-	} else {
-		body, err = json.Marshal(doc)
+	case s.opts.CloudEvents:
+		contentType = "application/cloudevents+json"
+		body, err = cloudEvent(payload)
+	default:
+		body, err = payload.AppendJSON(make([]byte, 0, 1024))
 	}
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", s.opts.Name, err) // not retried: the same template fails again
