@@ -19,6 +19,7 @@ import (
 )
 
 func main() {
+	bench.RunFloorNotifierIfAsked()
 	herald := flag.String("herald", "bin/herald", "the herald binary to measure (make build)")
 	sizes := flag.String("pods", "1000,10000", "comma-separated pod counts to measure sync and memory at")
 	churnAt := flag.Int("churn-at", 0, "pod count to run the churn steps at (default: the largest)")

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -209,11 +210,18 @@ func (r *run) churn(ctx context.Context) error {
 	if err := watchFloor(wctx, r.client, &floorObs); err != nil {
 		return err
 	}
+	// The floor notifier runs beside the floor watch: the watch times
+	// the events, the notifier's CPU is the floor of herald's.
+	floor, err := startFloorNotifier(r.kubeconfig, r.opts.Dir)
+	if err != nil {
+		return err
+	}
 	floors := map[float64]StepResult{}
 	for _, rate := range rates {
-		floors[rate] = r.step(ctx, rate, &floorObs, nil)
+		floors[rate] = r.step(ctx, rate, &floorObs, floor.proc, floor.posted.Load)
 	}
 	stopWatch()
+	floor.stop()
 
 	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n)
 	if err != nil {
@@ -234,7 +242,7 @@ func (r *run) churn(ctx context.Context) error {
 		// Every step is profiled: what costs CPU differs between a
 		// trickle (fixed costs) and a storm (per-notification costs).
 		profile := h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, fmt.Sprintf("cpu-%.0f.pprof", rate)))
-		res := r.step(ctx, rate, &r.recv.current, h)
+		res := r.step(ctx, rate, &r.recv.current, h, nil)
 		if err := <-profile; err != nil {
 			r.opts.Logf("bench: CPU profile: %v", err)
 		}
@@ -247,12 +255,15 @@ func (r *run) churn(ctx context.Context) error {
 }
 
 // step offers rate patches per second for the step duration and reports
-// what obs saw; with h, also herald's CPU time.
-func (r *run) step(ctx context.Context, rate float64, obs *atomic.Pointer[observer], h *heraldProc) StepResult {
+// what obs saw, and the CPU time proc spent per notification: herald's
+// (each one obs saw), or with posted (the floor notifier's count of its
+// POSTs so far), the floor notifier's per POST.
+func (r *run) step(ctx context.Context, rate float64, obs *atomic.Pointer[observer], proc *heraldProc, posted func() int64) StepResult {
 	ops := r.pods.plan(rate, r.opts.Step)
-	var cpu0 float64
-	if h != nil {
-		cpu0, _ = h.cpuSeconds()
+	cpu0, _ := proc.cpuSeconds()
+	var posted0 int64
+	if posted != nil {
+		posted0 = posted()
 	}
 	start := time.Now().Add(50 * time.Millisecond)
 	o := newObserver(ops, start)
@@ -263,23 +274,31 @@ func (r *run) step(ctx context.Context, rate float64, obs *atomic.Pointer[observ
 	res := StepResult{Offered: len(ops), Sent: sent.sent, Failed: len(sent.failed),
 		Achieved: float64(sent.sent) / sent.elapsed.Seconds()}
 	res.Latency, res.Delivered, res.Missed, res.Duplicated, res.Unexpected = o.summary()
-	if h != nil {
-		cpu1, _ := h.cpuSeconds()
-		res.CPUSeconds = cpu1 - cpu0
-		if res.Delivered > 0 {
-			res.CPUPer1000 = res.CPUSeconds / float64(res.Delivered) * 1000
-		}
+	notifications := res.Delivered
+	if posted != nil {
+		// The floor notifier posts what the floor watch saw, a moment
+		// later: wait for it (a shortfall stays in Notified).
+		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return posted()-posted0 >= int64(res.Delivered), nil
+		})
+		res.Notified = int(posted() - posted0)
+		notifications = res.Notified
 	}
-	who := "floor"
-	if h != nil {
-		who = "herald"
+	cpu1, _ := proc.cpuSeconds()
+	res.CPUSeconds = cpu1 - cpu0
+	if notifications > 0 {
+		res.CPUPer1000 = res.CPUSeconds / float64(notifications) * 1000
+	}
+	who := "herald"
+	if posted != nil {
+		who = "floor"
 	}
 	errNote := ""
 	if sent.firstErr != nil {
 		errNote = fmt.Sprintf(" (first patch error: %v)", sent.firstErr)
 	}
-	r.opts.Logf("bench: %s %6.0f/s: %d patches, %d seen, %d missed, %d dup, %d unexpected; p50 %.1f p99 %.1f p99.9 %.1f ms%s",
-		who, rate, len(ops), res.Delivered, res.Missed, res.Duplicated, res.Unexpected, res.Latency.P50, res.Latency.P99, res.Latency.P999, errNote)
+	r.opts.Logf("bench: %s %6.0f/s: %d patches, %d seen, %d missed, %d dup, %d unexpected; p50 %.1f p99 %.1f p99.9 %.1f ms; %.2f CPU-s/1000%s",
+		who, rate, len(ops), res.Delivered, res.Missed, res.Duplicated, res.Unexpected, res.Latency.P50, res.Latency.P99, res.Latency.P999, res.CPUPer1000, errNote)
 	return res
 }
 

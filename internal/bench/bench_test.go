@@ -3,15 +3,24 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 )
 
+// TestMain lets the benchmark start this test binary as its floor
+// notifier, as herald-bench starts itself.
+func TestMain(m *testing.M) {
+	RunFloorNotifierIfAsked()
+	os.Exit(m.Run())
+}
+
 // TestSmoke runs the whole benchmark small (250 then 500 pods, 10 and 50 patches/s for 10 s each),
-// so that it cannot rot: every patch must be seen by the floor watch and
-// notified by herald exactly once, and the report must have its figures.
+// so that it cannot rot: every patch must be seen by the floor watch,
+// posted by the floor notifier and notified by herald exactly once, and
+// the report must have its figures.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and herald")
@@ -53,6 +62,14 @@ func TestSmoke(t *testing.T) {
 		}
 		if c.Herald.Delivered != c.Herald.Offered || c.Herald.Delivered == 0 {
 			t.Errorf("herald at %.0f/s delivered %d of %d", c.Rate, c.Herald.Delivered, c.Herald.Offered)
+		}
+		if c.Herald.CPUPer1000 <= 0 {
+			t.Errorf("herald at %.0f/s: no CPU figure", c.Rate)
+		}
+		// The floor notifier posts every patch the floor watch saw, and
+		// its CPU per notification is measured like herald's.
+		if c.Floor.Notified != c.Floor.Delivered || c.Floor.CPUPer1000 <= 0 {
+			t.Errorf("floor notifier at %.0f/s: posted %d of %d patches, %.2f CPU-s/1000", c.Rate, c.Floor.Notified, c.Floor.Delivered, c.Floor.CPUPer1000)
 		}
 	}
 }

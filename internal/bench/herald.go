@@ -18,6 +18,7 @@ import (
 // heraldProc is herald running as its own process, as in a cluster, so
 // its RSS and CPU are its own and not the benchmark's.
 type heraldProc struct {
+	name    string // "herald", or what else the process is
 	cmd     *exec.Cmd
 	addr    string // metrics, health and pprof
 	log     string
@@ -32,7 +33,7 @@ func startHerald(bin, kubeconfig, config, dir string, n int) (*heraldProc, error
 	}
 	addr := l.Addr().String()
 	l.Close()
-	h := &heraldProc{addr: addr, log: filepath.Join(dir, fmt.Sprintf("herald-%d.log", n)), exited: make(chan struct{})}
+	h := &heraldProc{name: "herald", addr: addr, log: filepath.Join(dir, fmt.Sprintf("herald-%d.log", n)), exited: make(chan struct{})}
 	logFile, err := os.Create(h.log)
 	if err != nil {
 		return nil, err
@@ -57,11 +58,11 @@ func (h *heraldProc) waitFor(what string, timeout time.Duration, cond func() boo
 	for !cond() {
 		select {
 		case <-h.exited:
-			return fmt.Errorf("herald exited while waiting for %s:\n%s", what, h.tail())
+			return fmt.Errorf("%s exited while waiting for %s:\n%s", h.name, what, h.tail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("herald: no %s within %s:\n%s", what, timeout, h.tail())
+			return fmt.Errorf("%s: no %s within %s:\n%s", h.name, what, timeout, h.tail())
 		}
 	}
 	return nil

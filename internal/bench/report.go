@@ -67,8 +67,12 @@ type StepResult struct {
 	Missed     int     `json:"missed"`
 	Duplicated int     `json:"duplicated"`
 	Unexpected int     `json:"unexpected"`
+	// CPUSeconds is herald's CPU time in the step (for the floor, the
+	// floor notifier's); CPUPer1000 divides it by the notifications.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	CPUPer1000 float64 `json:"cpu_seconds_per_1000,omitempty"`
+	// Notified is how many POSTs the floor notifier made in the step.
+	Notified int `json:"notified,omitempty"`
 }
 
 // Exact reports whether every patch was seen exactly once, and nothing
@@ -146,12 +150,12 @@ func (r *Report) Table(w io.Writer) {
 	fmt.Fprintf(w, "\nidle on %d pods (leader, nothing changing): %.2f%% of a core\n", r.ChurnAt, 100*r.IdleCPU)
 	fmt.Fprintf(w, "\nchurn on %d pods, %.0f s per rate; r_max %.0f patches/s\n\n", r.ChurnAt, r.StepSecs, r.RMax)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rate/s\tpatches\tL0 p50\tL0 p99\tL0 p99.9\therald p50\tp99\tp99.9\tmax\tp99−L0 p99\tdelivered\tmissed\tdup\tunexpected\tCPU s/1000\t")
+	fmt.Fprintln(tw, "rate/s\tpatches\tL0 p50\tL0 p99\tL0 p99.9\therald p50\tp99\tp99.9\tmax\tp99−L0 p99\tdelivered\tmissed\tdup\tunexpected\tCPU s/1000\tfloor CPU s/1000\t")
 	for _, c := range r.Churn {
 		f, h := c.Floor, c.Herald
-		fmt.Fprintf(tw, "%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t%d\t%d\t%d\t%d\t%.2f\t\n", c.Rate, h.Offered,
+		fmt.Fprintf(tw, "%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t\n", c.Rate, h.Offered,
 			f.Latency.P50, f.Latency.P99, f.Latency.P999, h.Latency.P50, h.Latency.P99, h.Latency.P999, h.Latency.Max,
-			h.Latency.P99-f.Latency.P99, h.Delivered, h.Missed, h.Duplicated, h.Unexpected, h.CPUPer1000)
+			h.Latency.P99-f.Latency.P99, h.Delivered, h.Missed, h.Duplicated, h.Unexpected, h.CPUPer1000, f.CPUPer1000)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nlatencies in ms from each patch's due time; sustained (exactly once, p99.9 < 1 s) up to %.0f/s (%.0f%% of r_max)\n",

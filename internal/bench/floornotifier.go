@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// The floor notifier is the least any notifier does per crash: receive
+// the pod's watch event (protobuf, as herald's informer does) and POST one
+// small JSON document to a webhook, with nothing kept, judged or
+// deduplicated. It runs in a process of its own, as herald does, so that
+// its CPU per 1,000 notifications can be measured the same way: the figure
+// herald's is read against (docs/performance.md).
+
+// floorNotifierEnv, set to "<kubeconfig> <url>", makes the benchmark's
+// binary (herald-bench, or this package's test binary) run the floor
+// notifier instead of itself: see RunFloorNotifierIfAsked.
+const floorNotifierEnv = "HERALD_BENCH_FLOOR_NOTIFIER"
+
+// floorReady is the line the floor notifier prints once its watch runs.
+const floorReady = "floor notifier: watching"
+
+// RunFloorNotifierIfAsked runs the floor notifier and exits if this
+// process was started as one; otherwise it returns at once. herald-bench's
+// main and this package's TestMain call it first.
+func RunFloorNotifierIfAsked() {
+	arg, ok := os.LookupEnv(floorNotifierEnv)
+	if !ok {
+		return
+	}
+	kubeconfig, url, _ := strings.Cut(arg, " ")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := runFloorNotifier(ctx, kubeconfig, url); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "floor notifier:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runFloorNotifier(ctx context.Context, kubeconfig, url string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	// As herald asks: protobuf, and no gzip.
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg.DisableCompression = true
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	list, err := client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return err
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Pods(Namespace).Watch(ctx, opts)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	fmt.Println(floorReady)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("watch ended")
+			}
+			ev = e
+		}
+		pod, ok := ev.Object.(*corev1.Pod)
+		if ev.Type != watch.Modified || !ok {
+			continue
+		}
+		restarts, crash, _ := appState(pod)
+		body, _ := json.Marshal(map[string]any{"namespace": pod.Namespace, "name": pod.Name, "restartCount": restarts, "crashLooping": crash})
+		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor notifier: POST:", err)
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// floorNotifier is a running floor notifier and the receiver counting
+// what it posts.
+type floorNotifier struct {
+	proc   *heraldProc // for its CPU time and log; not a herald
+	recv   *httptest.Server
+	posted atomic.Int64
+}
+
+// startFloorNotifier starts the floor notifier against kubeconfig and
+// waits until its watch runs.
+func startFloorNotifier(kubeconfig, dir string) (*floorNotifier, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	f := &floorNotifier{}
+	f.recv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		f.posted.Add(1)
+	}))
+	p := &heraldProc{name: "floor notifier", log: filepath.Join(dir, "floor-notifier.log"), exited: make(chan struct{})}
+	logFile, err := os.Create(p.log)
+	if err != nil {
+		f.recv.Close()
+		return nil, err
+	}
+	p.cmd = exec.Command(self)
+	p.cmd.Env = append(os.Environ(), floorNotifierEnv+"="+kubeconfig+" "+f.recv.URL)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		f.recv.Close()
+		return nil, err
+	}
+	go func() { p.cmd.Wait(); logFile.Close(); close(p.exited) }()
+	f.proc = p
+	if err := p.waitFor("the floor notifier's watch", time.Minute, func() bool {
+		b, _ := os.ReadFile(p.log)
+		return bytes.Contains(b, []byte(floorReady))
+	}); err != nil {
+		f.stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *floorNotifier) stop() {
+	f.proc.stop()
+	f.recv.Close()
+}
