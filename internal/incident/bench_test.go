@@ -61,11 +61,15 @@ func BenchmarkLedgerFlush(b *testing.B) {
 			tr.Reconcile("Pod/shop/api", nil)
 		}
 		incs, _ := tr.Snapshot()
-		shards, err := store.shard(incs)
+		shards, err := store.layout(incs)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for name, sh := range shards { // as Save does once written
+		for _, name := range store.archive.unwritten() { // as Save does once written
+			store.buildArchive(store.archive.shards[name])
+			store.archive.written(name)
+		}
+		for name, sh := range shards {
 			store.wrote(name, sh)
 		}
 	}

@@ -29,27 +29,36 @@ const (
 	ledgerLabel = "app.kubernetes.io/component"
 	ledgerValue = "herald-ledger"
 	dataKey     = "incidents.json"
+	// generationAnnotation numbers the save that wrote a shard: on load,
+	// of two copies of an incident the newer shard's wins (archive.go).
+	generationAnnotation = "herald.io/ledger-generation"
 )
 
-// ConfigMapStore keeps the ledger in ConfigMaps named <name>-<i> in one
-// namespace. Incidents are spread over shards by a hash of their ID, the
-// shard count a power of two chosen so each stays under MaxShardBytes;
-// only shards whose content changed are written.
+// ConfigMapStore keeps the ledger in ConfigMaps in one namespace. Open
+// incidents (and resolved ones with deliveries pending) are spread over
+// shards <name>-<count>-<i> by a hash of their ID, the shard count a power
+// of two chosen so each stays under MaxShardBytes; only shards whose
+// content changed are written. Resolved incidents whose deliveries are
+// done go to the archive's shards <name>-a-<n>, written while they fill
+// and then left alone (archive.go).
 type ConfigMapStore struct {
 	client    *kube.Client
 	namespace string
 	name      string
 
-	written map[string]string           // shard name → data last written
-	holds   map[string][]shardEntry     // shard name → what that data holds
+	written map[string]string           // hashed shard name → data last written
+	holds   map[string][]shardEntry     // hashed shard name → what that data holds
 	encoded map[string]*encodedIncident // incident ID → its JSON at the last write
-	calls   uint64                      // shard calls so far
+	calls   uint64                      // encode calls so far
+	archive *archive
+	gen     uint64 // generation of the last save, or the newest loaded
 }
 
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
 	return &ConfigMapStore{client: client, namespace: namespace, name: name,
-		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{}}
+		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{},
+		archive: newArchive()}
 }
 
 func (s *ConfigMapStore) selector() string {
@@ -62,8 +71,20 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	if err != nil {
 		return nil, fmt.Errorf("reading the ledger ConfigMaps in %s: %w", s.namespace, err)
 	}
-	var out []Incident
+	// An incident may have copies in two shards (a stale one in a sealed
+	// archive shard, or a save that stopped half way): the copy in the
+	// shard of the newest generation is the current one.
+	type current struct {
+		inc   Incident
+		gen   uint64
+		shard string
+	}
+	best := map[string]current{}
+	var order []string
+	archived := map[string]int{} // archive shard name → its number
 	for _, cm := range list.Items {
+		gen, _ := strconv.ParseUint(cm.Annotations[generationAnnotation], 10, 64) // none: 0, written before generations
+		s.gen = max(s.gen, gen)
 		incs, skipped, err := decodeShard(cm.Data[dataKey])
 		if err != nil {
 			warn("ledger ConfigMap is unreadable; its incidents will be treated as new", "configmap", s.namespace+"/"+cm.Name, "error", err)
@@ -72,8 +93,33 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 		if skipped > 0 {
 			warn("ledger entries without an ID skipped", "configmap", s.namespace+"/"+cm.Name, "entries", skipped)
 		}
-		out = append(out, incs...)
-		s.written[cm.Name] = cm.Data[dataKey]
+		for _, inc := range incs {
+			b, seen := best[inc.ID]
+			if seen && b.gen > gen {
+				continue
+			}
+			if !seen {
+				order = append(order, inc.ID)
+			}
+			best[inc.ID] = current{inc: inc, gen: gen, shard: cm.Name}
+		}
+		if n, ok := archiveShardNumber(s.name, cm.Name); ok {
+			archived[cm.Name] = n
+		} else {
+			s.written[cm.Name] = cm.Data[dataKey]
+		}
+	}
+	holds := map[string][]string{}
+	out := make([]Incident, 0, len(order))
+	for _, id := range order {
+		c := best[id]
+		out = append(out, c.inc)
+		if _, ok := archived[c.shard]; ok && archivable(&c.inc) {
+			holds[c.shard] = append(holds[c.shard], id)
+		}
+	}
+	for name, n := range archived {
+		s.archive.loaded(name, n, holds[name]) // sealed; one holding nothing current goes at the next save
 	}
 	return out, nil
 }
@@ -95,11 +141,21 @@ func decodeShard(data string) (incs []Incident, skipped int, err error) {
 	return incs, skipped, nil
 }
 
-// Save implements Store.
+// Save implements Store. It writes the archive's filling shard first, so
+// that an incident moving into the archive is there before it leaves its
+// hashed shard, then the hashed shards that changed, then deletes what is
+// no longer needed.
 func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
-	shards, err := s.shard(incs)
+	s.gen++
+	shards, err := s.layout(incs)
 	if err != nil {
 		return err
+	}
+	for _, name := range s.archive.unwritten() {
+		if err := s.put(ctx, name, s.buildArchive(s.archive.shards[name])); err != nil {
+			return err
+		}
+		s.archive.written(name)
 	}
 	for name, sh := range shards {
 		if s.written[name] != sh.data {
@@ -120,7 +176,48 @@ func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 		delete(s.written, name)
 		delete(s.holds, name)
 	}
+	for _, name := range s.archive.empty() {
+		err := s.client.DeleteConfigMap(ctx, s.namespace, name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting spent ledger archive shard %s: %w", name, err)
+		}
+		s.archive.deleted(name)
+	}
 	return nil
+}
+
+// layout places incs: resolved ones whose deliveries are done in the
+// archive, the others in hashed shards, which it returns.
+func (s *ConfigMapStore) layout(incs []Incident) (map[string]shardData, error) {
+	encoded, err := s.encode(incs)
+	if err != nil {
+		return nil, err
+	}
+	live := make([]int, 0, len(incs))
+	for i := range incs {
+		if archivable(&incs[i]) {
+			s.archive.keep(s.name, incs[i].ID, encoded[i].rev, len(encoded[i].json))
+		} else {
+			s.archive.forget(incs[i].ID)
+			live = append(live, i)
+		}
+	}
+	return s.shard(incs, encoded, live)
+}
+
+// buildArchive returns the data of an archive shard.
+func (s *ConfigMapStore) buildArchive(sh *archiveShard) string {
+	var b strings.Builder
+	b.Grow(sh.size + 2)
+	b.WriteByte('[')
+	for i, e := range sh.entries {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(s.encoded[e.id].json)
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // wrote records that shard name now holds sh.
@@ -151,16 +248,13 @@ type shardData struct {
 	holds []shardEntry
 }
 
-// shard encodes incs into shards, doubling the count until each fits. A
-// shard holding the same incidents at the same revisions as when it was
-// last written is not built again: under churn most are not touched.
-func (s *ConfigMapStore) shard(incs []Incident) (map[string]shardData, error) {
+// encode returns every incident's JSON at its revision, reusing what
+// was encoded before: most incidents did not change since the last write.
+// Incidents gone from the ledger leave the archive.
+func (s *ConfigMapStore) encode(incs []Incident) ([]*encodedIncident, error) {
 	s.calls++
 	encoded := make([]*encodedIncident, len(incs))
-	total := 0
 	for i, inc := range incs {
-		// Most incidents did not change since the last write: reuse
-		// their encoding rather than marshal the whole ledger each time.
 		e := s.encoded[inc.ID]
 		if e == nil {
 			h := sha256.Sum256([]byte(inc.ID))
@@ -176,12 +270,24 @@ func (s *ConfigMapStore) shard(incs []Incident) (map[string]shardData, error) {
 		}
 		e.seen = s.calls
 		encoded[i] = e
-		total += len(e.json) + 1
 	}
 	for id, e := range s.encoded {
 		if e.seen != s.calls {
 			delete(s.encoded, id) // gone from the ledger
+			s.archive.forget(id)
 		}
+	}
+	return encoded, nil
+}
+
+// shard spreads incs[live] over hashed shards, doubling the count until
+// each fits. A shard holding the same incidents at the same revisions as
+// when it was last written is not built again: under churn most are not
+// touched.
+func (s *ConfigMapStore) shard(incs []Incident, encoded []*encodedIncident, live []int) (map[string]shardData, error) {
+	total := 0
+	for _, i := range live {
+		total += len(encoded[i].json) + 1
 	}
 	n := 1
 	for n*targetShardBytes < total {
@@ -191,7 +297,8 @@ func (s *ConfigMapStore) shard(incs []Incident) (map[string]shardData, error) {
 		parts := make([][]int, n)
 		sizes := make([]int, n)
 		fits := true
-		for i, e := range encoded {
+		for _, i := range live {
+			e := encoded[i]
 			k := e.hash % uint64(n)
 			parts[k] = append(parts[k], i)
 			if sizes[k] += len(e.json) + 1; sizes[k]+1 > MaxShardBytes {
@@ -208,7 +315,7 @@ func (s *ConfigMapStore) shard(incs []Incident) (map[string]shardData, error) {
 			return out, nil
 		}
 		if n > 4096 {
-			return nil, fmt.Errorf("ledger of %d incidents does not fit %d shards", len(incs), n)
+			return nil, fmt.Errorf("ledger of %d open incidents does not fit %d shards", len(live), n)
 		}
 	}
 }
@@ -240,7 +347,7 @@ func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: map[string]string{
 			ledgerLabel: ledgerValue, "herald.io/ledger": s.name, "app.kubernetes.io/managed-by": "herald",
-		}},
+		}, Annotations: map[string]string{generationAnnotation: strconv.FormatUint(s.gen, 10)}},
 		Data: map[string]string{dataKey: data},
 	}
 	err := s.client.UpdateConfigMap(ctx, cm)

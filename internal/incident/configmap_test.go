@@ -72,21 +72,29 @@ func TestConfigMapLedgerSizeBound(t *testing.T) {
 	for _, cm := range cms.Items {
 		rv[cm.Name] = cm.ResourceVersion
 	}
-	// One incident resolves: one shard changes, the others are not written.
+	// One incident resolves, its deliveries done: it moves to the
+	// archive, a new shard; of the hashed shards only its own is
+	// rewritten, the others are not written.
 	incs[42].ResolvedAt = time.Now()
 	incs[42].rev++ // as the tracker marks every change (touch)
 	if err := store.Save(ctx, incs); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
-	changed := 0
+	changed, added := 0, 0
 	for _, cm := range after.Items {
-		if rv[cm.Name] != cm.ResourceVersion {
+		switch old, ok := rv[cm.Name]; {
+		case !ok:
+			added++
+			if cm.Name != "herald-ledger-a-0" {
+				t.Errorf("new shard %s, want only the archive's herald-ledger-a-0", cm.Name)
+			}
+		case old != cm.ResourceVersion:
 			changed++
 		}
 	}
-	if changed != 1 {
-		t.Errorf("%d shards rewritten for one changed incident, want 1", changed)
+	if changed != 1 || added != 1 {
+		t.Errorf("%d shards rewritten and %d added for one resolved incident, want 1 and 1", changed, added)
 	}
 	// Shrinking the ledger removes shards no longer needed.
 	if err := store.Save(ctx, incs[:10]); err != nil {
@@ -95,5 +103,179 @@ func TestConfigMapLedgerSizeBound(t *testing.T) {
 	after, _ = client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
 	if len(after.Items) != 1 || !strings.HasPrefix(after.Items[0].Name, "herald-ledger-1-") {
 		t.Errorf("after shrinking to 10 incidents: %d shards", len(after.Items))
+	}
+}
+
+// TestConfigMapLedgerArchive: resolved incidents whose deliveries are done
+// go to archive shards written while they fill and then left alone. Under
+// churn a save writes the changed open incident's shard and the filling
+// archive shard, never a sealed one; an archived incident that opens
+// again, or changes, is current from its new shard though its stale copy
+// stays in the sealed one (listed before or after it); a sealed shard whose incidents have all left the ledger
+// is deleted; and a fresh load returns exactly the ledger.
+func TestConfigMapLedgerArchive(t *testing.T) {
+	env := testenv.New(t)
+	client, _ := env.Client()
+	typed, err := kube.New(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store := NewConfigMapStore(typed, "default", "arch")
+	shards := func() map[string]string { // name → resourceVersion
+		t.Helper()
+		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, cm := range list.Items {
+			if len(cm.Data[dataKey]) > MaxShardBytes {
+				t.Errorf("shard %s holds %d bytes", cm.Name, len(cm.Data[dataKey]))
+			}
+			out[cm.Name] = cm.ResourceVersion
+		}
+		return out
+	}
+	written := func(before, after map[string]string) (hashed, archived []string) {
+		for name, v := range after {
+			if before[name] == v {
+				continue
+			}
+			if _, ok := archiveShardNumber("arch", name); ok {
+				archived = append(archived, name)
+			} else {
+				hashed = append(hashed, name)
+			}
+		}
+		return hashed, archived
+	}
+	loadsExactly := func(incs []Incident) map[string]Incident {
+		t.Helper()
+		loaded, err := NewConfigMapStore(typed, "default", "arch").Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]Incident{}
+		for _, inc := range loaded {
+			byID[inc.ID] = inc
+		}
+		if len(loaded) != len(incs) || len(byID) != len(incs) {
+			t.Fatalf("loaded %d incidents (%d IDs), want %d", len(loaded), len(byID), len(incs))
+		}
+		for _, inc := range incs {
+			if got, ok := byID[inc.ID]; !ok || !got.ResolvedAt.Equal(inc.ResolvedAt) || got.Facts["restartCount"] != inc.Facts["restartCount"] {
+				t.Fatalf("incident %s loaded as %+v, want %+v", inc.ID, got, inc)
+			}
+		}
+		return byID
+	}
+
+	// 10 open incidents, 990 resolved: the archive fills several shards
+	// in one save.
+	incs := realisticIncidents(1000)
+	resolved := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	for i := 10; i < len(incs); i++ {
+		incs[i].ResolvedAt = resolved
+	}
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	first := shards()
+	var archives []string
+	for name := range first {
+		if _, ok := archiveShardNumber("arch", name); ok {
+			archives = append(archives, name)
+		}
+	}
+	if len(archives) < 3 || len(first) != len(archives)+1 {
+		t.Fatalf("shards %v: want one hashed shard and at least 3 archive shards for 990 resolved incidents", first)
+	}
+	loadsExactly(incs)
+
+	// Churn: an open incident changes, a new one resolves.
+	incs[3].Facts = map[string]string{"restartCount": "8"}
+	incs[3].rev++
+	extra := realisticIncidents(1001)[1000]
+	extra.ResolvedAt = resolved
+	incs = append(incs, extra)
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	second := shards()
+	hashed, archived := written(first, second)
+	if len(hashed) != 1 || len(archived) != 1 || archived[0] != store.archive.filling {
+		t.Errorf("under churn wrote hashed %v and archive %v, want one hashed shard and only the filling archive shard %s", hashed, archived, store.archive.filling)
+	}
+
+	// An incident in the first, sealed archive shard opens again.
+	if store.archive.home[incs[20].ID].shard != "arch-a-0" {
+		t.Fatalf("incident 20 archived in %q, want arch-a-0", store.archive.home[incs[20].ID].shard)
+	}
+	incs[20].ResolvedAt = time.Time{}
+	incs[20].rev++
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	third := shards()
+	if hashed, archived := written(second, third); len(hashed) != 1 || len(archived) != 0 {
+		t.Errorf("reopening an archived incident wrote hashed %v and archive %v, want one hashed shard and no archive shard", hashed, archived)
+	}
+	if got := loadsExactly(incs)[incs[20].ID]; !got.ResolvedAt.IsZero() {
+		t.Errorf("reopened incident loaded resolved at %v: its stale archived copy won over its current one", got.ResolvedAt)
+	}
+
+	// Another incident in arch-a-0 changes and stays resolved: its new
+	// copy goes to the filling shard, listed after arch-a-0 where its
+	// stale copy stays.
+	incs[21].Facts = map[string]string{"restartCount": "9"}
+	incs[21].rev++
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	moved := shards()
+	if hashed, archived := written(third, moved); len(hashed) != 0 || len(archived) != 1 || archived[0] != store.archive.filling {
+		t.Errorf("changing an archived incident wrote hashed %v and archive %v, want only the filling archive shard", hashed, archived)
+	}
+	if got := loadsExactly(incs)[incs[21].ID]; got.Facts["restartCount"] != "9" {
+		t.Errorf("changed archived incident loaded as %v: its stale copy won", got.Facts)
+	}
+	third = moved
+
+	// Every incident archived in arch-a-0 leaves the ledger (expired):
+	// the shard goes, no other archive shard is written.
+	var kept []Incident
+	for _, inc := range incs {
+		if h, ok := store.archive.home[inc.ID]; !ok || h.shard != "arch-a-0" {
+			kept = append(kept, inc)
+		}
+	}
+	if len(kept) == len(incs) {
+		t.Fatal("nothing archived in arch-a-0")
+	}
+	if err := store.Save(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	fourth := shards()
+	if _, ok := fourth["arch-a-0"]; ok {
+		t.Error("arch-a-0 still there after everything it held left the ledger")
+	}
+	if _, archived := written(third, fourth); len(archived) != 0 {
+		t.Errorf("expiry rewrote archive shards %v", archived)
+	}
+	loadsExactly(kept)
+
+	// A store that loaded the ledger carries on: the next save keeps
+	// what is archived where it is.
+	again := NewConfigMapStore(typed, "default", "arch")
+	loaded, err := again.Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Save(ctx, loaded); err != nil {
+		t.Fatal(err)
+	}
+	if hashed, archived := written(fourth, shards()); len(hashed)+len(archived) != 0 {
+		t.Errorf("saving what was just loaded wrote hashed %v and archive %v, want nothing", hashed, archived)
 	}
 }

@@ -1,0 +1,181 @@
+package incident
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The ledger's archive. Most of a ledger after a storm is resolved
+// incidents whose deliveries are done: they do not change until they
+// expire, days later. Spread over the hashed shards with the open ones,
+// every flush that touched a shard rewrote them with it — at 100 crashes
+// a second, every shard every second, megabytes a second to etcd for a
+// handful of changes. The archive keeps them apart, in shards written
+// while they fill and then never again ("sealed"); a sealed shard is
+// deleted once none of what it holds is current. A flush writes the open
+// incidents' shards that changed and the one shard filling now.
+//
+// An incident's copy in a sealed shard can go stale (it opened again, or
+// a delivery was retried): the stale copy stays until its shard goes.
+// Every shard carries the generation of the save that wrote it, and on
+// load the copy from the newest generation wins; a stale copy that
+// outlives its incident is past the retention and dropped by the
+// tracker's next snapshot.
+
+// archiveShardBytes is where a filling archive shard is sealed: what a
+// flush rewrites at most for the archive.
+const archiveShardBytes = 128 << 10
+
+// archivable: resolved with every delivery done.
+func archivable(inc *Incident) bool { return !inc.ResolvedAt.IsZero() && len(inc.Pending) == 0 }
+
+// archive tracks which archive shard holds each archived incident's
+// current copy.
+type archive struct {
+	home   map[string]archived      // incident ID → where its current copy is
+	shards map[string]*archiveShard // shard name → its bookkeeping
+	// filling is the shard new entries go to ("" until one is needed);
+	// next numbers the next one.
+	filling string
+	next    int
+}
+
+type archived struct {
+	shard string
+	rev   uint64
+}
+
+type archiveShard struct {
+	// entries is what it holds, in order, until it is sealed and
+	// written; then nil: it is never written again.
+	entries []archiveEntry
+	live    int  // entries whose current copy this is
+	size    int  // bytes of the entries' JSON
+	dirty   bool // changed since it was last written
+	sealed  bool // full: no more entries join it
+}
+
+type archiveEntry struct {
+	id   string
+	size int
+}
+
+func newArchive() *archive {
+	return &archive{home: map[string]archived{}, shards: map[string]*archiveShard{}}
+}
+
+// archiveShardName is <ledger>-a-<n>: apart from the hashed shards'
+// <ledger>-<count>-<index>.
+func archiveShardName(ledger string, n int) string { return ledger + "-a-" + strconv.Itoa(n) }
+
+// archiveShardNumber parses name as an archive shard of ledger.
+func archiveShardNumber(ledger, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, ledger+"-a-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0
+}
+
+// loaded records a shard read from the API server: sealed, holding the
+// current copies of ids.
+func (a *archive) loaded(name string, n int, ids []string) {
+	sh := a.shards[name]
+	if sh == nil {
+		sh = &archiveShard{}
+		a.shards[name] = sh
+	}
+	for _, id := range ids {
+		a.home[id] = archived{shard: name}
+		sh.live++
+	}
+	a.next = max(a.next, n+1)
+}
+
+// keep makes the incident's current copy (at rev, size bytes of JSON)
+// part of the archive: nothing to do if it is there at that revision,
+// else it joins the filling shard.
+func (a *archive) keep(ledger, id string, rev uint64, size int) {
+	if h, ok := a.home[id]; ok {
+		if h.rev == rev {
+			return
+		}
+		a.forget(id)
+	}
+	if a.filling == "" || a.shards[a.filling].size+size+1 > archiveShardBytes && len(a.shards[a.filling].entries) > 0 {
+		if a.filling != "" {
+			a.shards[a.filling].sealed = true // written once more if dirty, then left alone
+		}
+		a.filling = archiveShardName(ledger, a.next)
+		a.next++
+		a.shards[a.filling] = &archiveShard{}
+	}
+	sh := a.shards[a.filling]
+	sh.entries = append(sh.entries, archiveEntry{id, size})
+	sh.live++
+	sh.size += size + 1
+	sh.dirty = true
+	a.home[id] = archived{shard: a.filling, rev: rev}
+}
+
+// forget drops the incident's archived copy from the count of its shard
+// (it opened again, changed, or left the ledger). A shard still to be
+// written is written without it; one sealed and written keeps it as a
+// stale copy, of an older generation than the incident's current one.
+func (a *archive) forget(id string) {
+	h, ok := a.home[id]
+	if !ok {
+		return
+	}
+	delete(a.home, id)
+	sh := a.shards[h.shard]
+	sh.live--
+	if sh.entries != nil {
+		i := slices.IndexFunc(sh.entries, func(e archiveEntry) bool { return e.id == id })
+		sh.size -= sh.entries[i].size + 1
+		sh.entries = slices.Delete(sh.entries, i, i+1)
+		sh.dirty = true
+	}
+}
+
+// unwritten lists the shards whose content changed since they were
+// written: the filling one, and any sealed in this save.
+func (a *archive) unwritten() []string {
+	var out []string
+	for name, sh := range a.shards {
+		if sh.dirty && len(sh.entries) > 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// written records that shard name now holds what it should.
+func (a *archive) written(name string) {
+	sh := a.shards[name]
+	sh.dirty = false
+	if sh.sealed {
+		sh.entries = nil
+	}
+}
+
+// empty lists the shards holding no current copy: to be deleted.
+func (a *archive) empty() []string {
+	var out []string
+	for name, sh := range a.shards {
+		if sh.live == 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// deleted records that shard name is gone.
+func (a *archive) deleted(name string) {
+	delete(a.shards, name)
+	if a.filling == name {
+		a.filling = ""
+	}
+}
