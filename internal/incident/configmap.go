@@ -85,6 +85,12 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	for _, cm := range list.Items {
 		gen, _ := strconv.ParseUint(cm.Annotations[generationAnnotation], 10, 64) // none: 0, written before generations
 		s.gen = max(s.gen, gen)
+		n, isArchive := archiveShardNumber(s.name, cm.Name)
+		if isArchive {
+			// Tracked even if unreadable: holding nothing current, it is
+			// deleted at the next save (a hashed one is rewritten).
+			archived[cm.Name] = n
+		}
 		incs, skipped, err := decodeShard(cm.Data[dataKey])
 		if err != nil {
 			warn("ledger ConfigMap is unreadable; its incidents will be treated as new", "configmap", s.namespace+"/"+cm.Name, "error", err)
@@ -103,9 +109,7 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 			}
 			best[inc.ID] = current{inc: inc, gen: gen, shard: cm.Name}
 		}
-		if n, ok := archiveShardNumber(s.name, cm.Name); ok {
-			archived[cm.Name] = n
-		} else {
+		if !isArchive {
 			s.written[cm.Name] = cm.Data[dataKey]
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-k8s/herald/internal/kube"
@@ -277,5 +278,25 @@ func TestConfigMapLedgerArchive(t *testing.T) {
 	}
 	if hashed, archived := written(fourth, shards()); len(hashed)+len(archived) != 0 {
 		t.Errorf("saving what was just loaded wrote hashed %v and archive %v, want nothing", hashed, archived)
+	}
+
+	// An archive shard that cannot be read is reported, and deleted at
+	// the next save rather than left behind for ever.
+	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "arch-a-99", Namespace: "default",
+		Labels: map[string]string{ledgerLabel: ledgerValue, "herald.io/ledger": "arch"}}, Data: map[string]string{dataKey: "[{not json"}}
+	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	warned := 0
+	afterBad := NewConfigMapStore(typed, "default", "arch")
+	loaded, err = afterBad.Load(ctx, func(string, ...any) { warned++ })
+	if err != nil || warned != 1 || len(loaded) != len(kept) {
+		t.Fatalf("loading beside an unreadable archive shard: %d incidents, %d warnings, %v; want %d, 1", len(loaded), warned, err, len(kept))
+	}
+	if err := afterBad.Save(ctx, loaded); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := shards()["arch-a-99"]; ok {
+		t.Error("the unreadable archive shard is still there after a save")
 	}
 }
