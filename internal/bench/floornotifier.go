@@ -18,12 +18,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // The floor notifier is the least any notifier does per crash: receive
@@ -72,15 +69,7 @@ func runFloorNotifier(ctx context.Context, kubeconfig, url string) error {
 	if err != nil {
 		return err
 	}
-	list, err := client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return err
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Pods(Namespace).Watch(ctx, opts)
-		},
-	})
+	w, err := watchPods(ctx, client)
 	if err != nil {
 		return err
 	}

@@ -70,18 +70,7 @@ func newReceiver() *receiver {
 // same protobuf decoding herald's informer does, nothing else. It feeds
 // the observer of the step in progress until ctx ends.
 func watchFloor(ctx context.Context, client kubernetes.Interface, current *atomic.Pointer[observer]) error {
-	list, err := client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return err
-	}
-	// A RetryWatcher resumes from the last event seen when the server
-	// closes a watch (it drops watchers that fall behind), as an
-	// informer's reflector does.
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Pods(Namespace).Watch(ctx, opts)
-		},
-	})
+	w, err := watchPods(ctx, client)
 	if err != nil {
 		return err
 	}
@@ -102,6 +91,21 @@ func watchFloor(ctx context.Context, client kubernetes.Interface, current *atomi
 		}
 	}()
 	return nil
+}
+
+// watchPods watches the bench's pods from now on. A RetryWatcher resumes
+// from the last event seen when the server closes a watch (it drops
+// watchers that fall behind), as an informer's reflector does.
+func watchPods(ctx context.Context, client kubernetes.Interface) (watch.Interface, error) {
+	list, err := client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	return watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Pods(Namespace).Watch(ctx, opts)
+		},
+	})
 }
 
 // awaitComplete waits until the observer has seen every planned key or

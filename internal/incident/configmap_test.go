@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/rules"
@@ -35,16 +36,23 @@ func realisticIncidents(n int) []Incident {
 	return incs
 }
 
-// TestConfigMapLedgerSizeBound writes 20,000 open incidents to a real API
-// server: every shard stays under MaxShardBytes, everything loads back,
-// and an unchanged save writes nothing.
-func TestConfigMapLedgerSizeBound(t *testing.T) {
+// TestConfigMapLedger runs the ConfigMap ledger against one real API
+// server: each part uses a ledger of its own name.
+func TestConfigMapLedger(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
 	typed, err := kube.New(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Run("SizeBound", func(t *testing.T) { ledgerSizeBound(t, client, typed) })
+	t.Run("Archive", func(t *testing.T) { ledgerArchive(t, client, typed) })
+}
+
+// ledgerSizeBound writes 20,000 open incidents: every shard stays under
+// MaxShardBytes, everything loads back, and an unchanged save writes
+// nothing.
+func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
 	ctx := context.Background()
 	store := NewConfigMapStore(typed, "default", "herald-ledger")
 	incs := realisticIncidents(20000)
@@ -107,20 +115,14 @@ func TestConfigMapLedgerSizeBound(t *testing.T) {
 	}
 }
 
-// TestConfigMapLedgerArchive: resolved incidents whose deliveries are done
+// ledgerArchive: resolved incidents whose deliveries are done
 // go to archive shards written while they fill and then left alone. Under
 // churn a save writes the changed open incident's shard and the filling
 // archive shard, never a sealed one; an archived incident that opens
 // again, or changes, is current from its new shard though its stale copy
 // stays in the sealed one (listed before or after it); a sealed shard whose incidents have all left the ledger
 // is deleted; and a fresh load returns exactly the ledger.
-func TestConfigMapLedgerArchive(t *testing.T) {
-	env := testenv.New(t)
-	client, _ := env.Client()
-	typed, err := kube.New(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
 	ctx := context.Background()
 	store := NewConfigMapStore(typed, "default", "arch")
 	shards := func() map[string]string { // name → resourceVersion
