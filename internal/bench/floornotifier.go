@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,7 +84,7 @@ func runFloorNotifier(ctx context.Context, kubeconfig, url string) error {
 			return ctx.Err()
 		case e, ok := <-w.ResultChan():
 			if !ok {
-				return fmt.Errorf("watch ended")
+				return errors.New("the pod watch ended")
 			}
 			ev = e
 		}

@@ -81,7 +81,7 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	}
 	best := map[string]current{}
 	var order []string
-	archived := map[string]int{} // archive shard name → its number
+	archiveShards := map[string]int{} // archive shard name → its number
 	for _, cm := range list.Items {
 		gen, _ := strconv.ParseUint(cm.Annotations[generationAnnotation], 10, 64) // none: 0, written before generations
 		s.gen = max(s.gen, gen)
@@ -89,7 +89,7 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 		if isArchive {
 			// Tracked even if unreadable: holding nothing current, it is
 			// deleted at the next save (a hashed one is rewritten).
-			archived[cm.Name] = n
+			archiveShards[cm.Name] = n
 		}
 		incs, skipped, err := decodeShard(cm.Data[dataKey])
 		if err != nil {
@@ -118,11 +118,11 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	for _, id := range order {
 		c := best[id]
 		out = append(out, c.inc)
-		if _, ok := archived[c.shard]; ok && archivable(&c.inc) {
+		if _, ok := archiveShards[c.shard]; ok && archivable(&c.inc) {
 			holds[c.shard] = append(holds[c.shard], id)
 		}
 	}
-	for name, n := range archived {
+	for name, n := range archiveShards {
 		s.archive.loaded(name, n, holds[name]) // sealed; one holding nothing current goes at the next save
 	}
 	return out, nil
@@ -145,10 +145,11 @@ func decodeShard(data string) (incs []Incident, skipped int, err error) {
 	return incs, skipped, nil
 }
 
-// Save implements Store. It writes the archive's filling shard first, so
-// that an incident moving into the archive is there before it leaves its
-// hashed shard, then the hashed shards that changed, then deletes what is
-// no longer needed.
+// Save implements Store. It writes the archive shards with new entries
+// first (the filling one, and any that filled up in this save), so that an
+// incident moving into the archive is there before it leaves its hashed
+// shard, then the hashed shards that changed, then deletes what is no
+// longer needed.
 func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 	s.gen++
 	shards, err := s.layout(incs)
