@@ -23,22 +23,34 @@ type Leases interface {
 
 // elector holds or seeks one Lease, by the protocol every Kubernetes
 // component uses (so herald's replicas interoperate with kubectl's view
-// of the Lease): a holder renews before LeaseDuration runs out; another
-// candidate takes the Lease once it has seen it unchanged for a whole
-// LeaseDuration (by its own clock: clocks of different machines are never
-// compared) or when its holder has released it (no holder). Every write
-// carries the resourceVersion it read, so of two candidates only one wins.
+// of the Lease), held point by point to client-go's leaderelection:
+//
+//   - a candidate takes the Lease once it has seen it unchanged for the
+//     holder's own leaseDurationSeconds, timed from when the read that
+//     showed the change answered (so a slow API server lengthens the wait
+//     instead of eating the safety margin), or at once when its holder
+//     released it; clocks of different machines are never compared;
+//   - the holder times its hold from when it sent the renewal that
+//     succeeded, and stops believing it leads RenewDeadline after that
+//     (renew), LeaseDuration − RenewDeadline before any other candidate can
+//     take the Lease;
+//   - every write carries the resourceVersion it read, so of two
+//     candidates only one wins; taking the Lease from anyone (a released
+//     Lease included) counts a transition; release retries on a conflict.
 type elector struct {
 	o Options
 
 	mu sync.Mutex
 	// lease is the Lease as last read or written; observed and
-	// observedAt are its spec and when this replica saw it change.
+	// observedAt are its spec and when this replica saw it change (for
+	// its own writes, when the write was sent).
 	lease      *coordinationv1.Lease
 	observed   coordinationv1.LeaseSpec
 	observedAt time.Time
 	leading    bool
 }
+
+func (e *elector) now() time.Time { return e.o.Clock.Now() }
 
 // holder of a spec, "" if none.
 func holder(spec coordinationv1.LeaseSpec) string {
@@ -50,7 +62,6 @@ func holder(spec coordinationv1.LeaseSpec) string {
 
 // tryAcquireOrRenew makes one attempt to take or keep the Lease.
 func (e *elector) tryAcquireOrRenew(ctx context.Context) bool {
-	now := time.Now()
 	// The election's state is written by one goroutine at a time (acquire,
 	// then renew, then release) and only ever under mu, so that /healthz
 	// reads it under mu; no request is made holding mu, or a slow API
@@ -59,21 +70,23 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) bool {
 	// The holder renews what it wrote last, without reading it first
 	// (half the requests); if someone else wrote since, the write fails
 	// on its resourceVersion and the full path below reads it.
-	if e.leading && e.lease != nil && now.Before(e.observedAt.Add(e.o.LeaseDuration)) {
-		if e.write(ctx, e.lease, now) == nil {
+	if e.leading && e.lease != nil && e.now().Before(e.validUntil()) {
+		if e.write(ctx, e.lease) == nil {
 			return true
 		}
 	}
 	current, err := e.o.Client.GetLease(ctx, e.o.Namespace, e.o.Name)
+	answered := e.now()
 	if apierrors.IsNotFound(err) {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.o.Name, Namespace: e.o.Namespace}}
-		l.Spec = e.spec(coordinationv1.LeaseSpec{}, now)
+		sent := e.now()
+		l.Spec = e.spec(coordinationv1.LeaseSpec{}, sent, true)
 		created, err := e.o.Client.CreateLease(ctx, l)
 		if err != nil {
 			e.o.Logger.Debug("creating the lease", "error", err)
 			return false
 		}
-		e.observe(created, now)
+		e.observe(created, sent)
 		return true
 	}
 	if err != nil {
@@ -84,30 +97,55 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) bool {
 		if h := holder(current.Spec); h != holder(e.observed) && h != "" && h != e.o.Identity {
 			e.o.Logger.Info("following the leader", "leader", h)
 		}
-		e.observe(current, now)
+		// Another's renewal is timed from when this read answered: the
+		// renewal was applied before then, and possibly only just.
+		e.observe(current, answered)
 	}
-	if h := holder(current.Spec); h != "" && h != e.o.Identity && now.Before(e.observedAt.Add(e.o.LeaseDuration)) {
-		return false // held by another, and renewed within a LeaseDuration
+	if h := holder(current.Spec); h != "" && h != e.o.Identity && answered.Before(e.observedAt.Add(e.heldFor(current.Spec))) {
+		return false // held by another, and renewed within the holder's lease duration
 	}
-	return e.write(ctx, current, now) == nil
+	return e.write(ctx, current) == nil
 }
 
-// write updates l to say this replica holds it as of now.
-func (e *elector) write(ctx context.Context, l *coordinationv1.Lease, now time.Time) error {
+// heldFor is how long the holder of spec may go without renewing: its own
+// leaseDurationSeconds (a replica started with another --lease-duration
+// must not take over early), this replica's when the Lease has none.
+func (e *elector) heldFor(spec coordinationv1.LeaseSpec) time.Duration {
+	if spec.LeaseDurationSeconds != nil && *spec.LeaseDurationSeconds > 0 {
+		return time.Duration(*spec.LeaseDurationSeconds) * time.Second
+	}
+	return e.o.LeaseDuration
+}
+
+// validUntil is when this replica stops believing it leads unless it
+// renews first: RenewDeadline after it sent its last successful write.
+func (e *elector) validUntil() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.observedAt.Add(e.o.RenewDeadline)
+}
+
+// write updates l to say this replica holds it as of now; the hold is
+// timed from when the write was sent (the API server may apply it at any
+// moment until it answers).
+func (e *elector) write(ctx context.Context, l *coordinationv1.Lease) error {
+	sent := e.now()
 	next := l.DeepCopy()
-	next.Spec = e.spec(l.Spec, now)
+	next.Spec = e.spec(l.Spec, sent, false)
 	updated, err := e.o.Client.UpdateLease(ctx, next)
 	if err != nil {
 		e.o.Logger.Debug("writing the lease", "error", err)
 		return err
 	}
-	e.observe(updated, now)
+	e.observe(updated, sent)
 	return nil
 }
 
 // spec is the Lease's spec with this replica holding it since now (or
-// since it first took it), one more transition if it was another's.
-func (e *elector) spec(old coordinationv1.LeaseSpec, now time.Time) coordinationv1.LeaseSpec {
+// since it first took it). Taking it from anyone, or after it was
+// released, counts one more transition, as client-go does; creating it
+// counts none.
+func (e *elector) spec(old coordinationv1.LeaseSpec, now time.Time, creating bool) coordinationv1.LeaseSpec {
 	seconds := int32(e.o.LeaseDuration / time.Second)
 	at := metav1.NewMicroTime(now)
 	spec := coordinationv1.LeaseSpec{HolderIdentity: &e.o.Identity, LeaseDurationSeconds: &seconds, RenewTime: &at, AcquireTime: &at}
@@ -118,17 +156,17 @@ func (e *elector) spec(old coordinationv1.LeaseSpec, now time.Time) coordination
 	if holder(old) == e.o.Identity && old.AcquireTime != nil {
 		acquired := *old.AcquireTime
 		spec.AcquireTime = &acquired
-	} else if holder(old) != "" {
+	} else if !creating {
 		transitions++
 	}
 	spec.LeaseTransitions = &transitions
 	return spec
 }
 
-func (e *elector) observe(l *coordinationv1.Lease, now time.Time) {
+func (e *elector) observe(l *coordinationv1.Lease, at time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.lease, e.observed, e.observedAt = l, l.Spec, now
+	e.lease, e.observed, e.observedAt = l, l.Spec, at
 	e.leading = holder(l.Spec) == e.o.Identity
 }
 
@@ -153,19 +191,23 @@ func (e *elector) acquire(ctx context.Context) bool {
 // errLost: the Lease could not be renewed within RenewDeadline.
 var errLost = errors.New("lease not renewed within the renew deadline")
 
-// renew keeps the Lease every RetryPeriod until ctx ends (nil) or a renewal
-// does not succeed within RenewDeadline, retrying every RetryPeriod meanwhile
-// (errLost).
+// renew keeps the Lease every RetryPeriod until ctx ends (nil) or no
+// renewal succeeds by validUntil (errLost). The deadline is the last
+// successful renewal's send time plus RenewDeadline, not the start of the
+// current attempt: a renewal that took long to answer leaves less time
+// for the next, so that the loss is declared before any other candidate
+// can take the Lease (LeaseDuration after it saw that renewal).
 func (e *elector) renew(ctx context.Context) error {
 	for {
-		t := time.NewTimer(e.o.RetryPeriod)
+		wait := min(e.o.RetryPeriod, e.validUntil().Sub(e.now()))
+		t := time.NewTimer(max(wait, 0))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
 		case <-t.C:
 		}
-		if !e.renewWithin(ctx) {
+		if !e.renewBy(ctx) {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -177,10 +219,14 @@ func (e *elector) renew(ctx context.Context) error {
 	}
 }
 
-func (e *elector) renewWithin(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, e.o.RenewDeadline)
+// renewBy tries to renew, every RetryPeriod, until validUntil.
+func (e *elector) renewBy(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, e.validUntil().Sub(e.now()))
 	defer cancel()
 	for {
+		if ctx.Err() != nil {
+			return false
+		}
 		if e.tryAcquireOrRenew(ctx) {
 			return true
 		}
@@ -196,19 +242,34 @@ func (e *elector) renewWithin(ctx context.Context) bool {
 
 // release gives the Lease up (no holder, a one-second duration) so that
 // another candidate takes it at its next try instead of after it expires.
+// A conflict means a write of this replica's was applied after it stopped
+// waiting for the answer (a cancelled renewal): the Lease is read again
+// and released if it still names this replica.
 func (e *elector) release(ctx context.Context) error {
-	if !e.leading || e.lease == nil {
-		return nil
+	for {
+		e.mu.Lock()
+		l, leading := e.lease, e.leading
+		e.mu.Unlock()
+		if !leading || l == nil {
+			return nil
+		}
+		next := l.DeepCopy()
+		none, one, now := "", int32(1), metav1.NewMicroTime(e.now())
+		next.Spec.HolderIdentity, next.Spec.LeaseDurationSeconds, next.Spec.RenewTime, next.Spec.AcquireTime = &none, &one, &now, &now
+		updated, err := e.o.Client.UpdateLease(ctx, next)
+		if err == nil {
+			e.observe(updated, e.now())
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return fmt.Errorf("releasing the lease: %w", err)
+		}
+		current, err := e.o.Client.GetLease(ctx, e.o.Namespace, e.o.Name)
+		if err != nil {
+			return fmt.Errorf("releasing the lease: reading it after a conflict: %w", err)
+		}
+		e.observe(current, e.now()) // leading stays true only if it still names this replica
 	}
-	next := e.lease.DeepCopy()
-	none, one, now := "", int32(1), metav1.NewMicroTime(time.Now())
-	next.Spec.HolderIdentity, next.Spec.LeaseDurationSeconds, next.Spec.RenewTime, next.Spec.AcquireTime = &none, &one, &now, &now
-	updated, err := e.o.Client.UpdateLease(ctx, next)
-	if err != nil {
-		return fmt.Errorf("releasing the lease: %w", err)
-	}
-	e.observe(updated, time.Now())
-	return nil
 }
 
 // expiredFor reports how long past its LeaseDuration this replica's hold
@@ -219,7 +280,7 @@ func (e *elector) expiredFor() time.Duration {
 	if !e.leading {
 		return 0
 	}
-	return max(0, time.Since(e.observedAt)-e.o.LeaseDuration)
+	return max(0, e.now().Sub(e.observedAt)-e.o.LeaseDuration)
 }
 
 func specEqual(a, b coordinationv1.LeaseSpec) bool {

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // ErrLost is returned when the lease was lost while leading: the process
@@ -33,6 +35,34 @@ type Options struct {
 	// OnLeading is told when this replica starts (true) and stops (false)
 	// leading, for metrics.
 	OnLeading func(bool)
+	// Clock tells the time (tests pass a fake one); the real clock when
+	// nil. Timers and request deadlines always run on the real clock.
+	Clock clock.PassiveClock
+}
+
+// validate fills in defaults and refuses timings the protocol cannot
+// keep: a Lease counts whole seconds, and the holder must give up before
+// another candidate may take over.
+func (o *Options) validate() error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	}
+	if o.LeaseDuration < time.Second || o.LeaseDuration%time.Second != 0 {
+		return fmt.Errorf("leader election: lease duration %s: want a whole number of seconds, at least 1s (a Lease stores leaseDurationSeconds; the API server refuses 0)", o.LeaseDuration)
+	}
+	if o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline {
+		return fmt.Errorf("leader election: want retry period (%s) < renew deadline (%s) < lease duration (%s)", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.Client == nil || o.Name == "" || o.Identity == "" {
+		return errors.New("leader election: a client, a Lease name and an identity are required")
+	}
+	return nil
 }
 
 // Identity is the pod name (or host name) with a random suffix, so that a
@@ -46,18 +76,18 @@ func Identity() string {
 }
 
 // Run campaigns for the lease and runs lead while this replica holds it.
-// lead gets a context that ends when ctx ends or the lease is lost, and
-// must return once its work is finished (in-flight sends done, ledger
-// written). When ctx ends, Run waits for lead, then releases the lease so
-// another replica takes over within a retry period, and returns nil. When
-// the lease is lost, Run returns ErrLost without waiting. When lead
-// returns by itself, Run releases the lease and returns nil.
+// lead gets a context that ends when ctx ends or the lease is lost. When
+// ctx ends, lead should finish its work (drain), and Run waits for it,
+// then releases the lease so another replica takes over within a retry
+// period, and returns nil. When the lease is lost, lead's context ends
+// with ErrLost as its cause (context.Cause) — a fence, not a drain: lead
+// must stop everything at once, as another replica may take over
+// LeaseDuration − RenewDeadline later — and Run returns ErrLost without
+// waiting for it. When lead returns by itself, Run releases the lease and
+// returns nil.
 func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
-	if o.LeaseDuration == 0 {
-		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
-	}
-	if o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline {
-		return fmt.Errorf("leader election: want retry period (%s) < renew deadline (%s) < lease duration (%s)", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	if err := o.validate(); err != nil {
+		return err
 	}
 	e := &elector{o: o}
 	if o.Healthz != nil {
@@ -75,8 +105,8 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	// Renewal runs on its own context: on shutdown it stops only after
 	// lead has returned, so the lease is released (not merely left to
 	// expire) and never while work guarded by it is running.
-	workCtx, stopWork := context.WithCancel(ctx)
-	defer stopWork()
+	workCtx, stopWork := context.WithCancelCause(ctx)
+	defer stopWork(nil)
 	renewCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRenewing()
 	lost := make(chan struct{}) // closed, before the work is told, once the lease is lost
@@ -85,7 +115,7 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 		defer close(renewed)
 		if e.renew(renewCtx) != nil {
 			close(lost)
-			stopWork()
+			stopWork(ErrLost)
 		}
 	}()
 	leadDone := make(chan struct{})

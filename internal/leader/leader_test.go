@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 )
 
 // TestLostLeaseIsReportedEvenWhenTheWorkEndsFirst: when renewing fails,
@@ -43,7 +44,7 @@ func loseLease(t *testing.T) error {
 	defer cancel()
 	return Run(ctx, Options{
 		Client: client, Namespace: "default", Name: "herald", Identity: "test",
-		LeaseDuration: 600 * time.Millisecond, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond,
+		LeaseDuration: time.Second, RenewDeadline: 600 * time.Millisecond, RetryPeriod: 100 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	}, func(ctx context.Context) {
 		broken.Store(true)
@@ -112,8 +113,12 @@ func (m *memoryLeases) store(key string, l *coordinationv1.Lease) *coordinationv
 }
 
 func candidate(leases Leases, identity string, leaseDuration time.Duration) *elector {
+	return candidateOn(leases, identity, leaseDuration, clock.RealClock{})
+}
+
+func candidateOn(leases Leases, identity string, leaseDuration time.Duration, c clock.PassiveClock) *elector {
 	return &elector{o: Options{Client: leases, Namespace: "default", Name: "herald", Identity: identity,
-		LeaseDuration: leaseDuration, RenewDeadline: leaseDuration * 2 / 3, RetryPeriod: leaseDuration / 6, Logger: slog.New(slog.DiscardHandler)}}
+		LeaseDuration: leaseDuration, RenewDeadline: leaseDuration * 2 / 3, RetryPeriod: leaseDuration / 6, Logger: slog.New(slog.DiscardHandler), Clock: c}}
 }
 
 // TestOneCandidateHoldsTheLease: of two candidates only one holds the
@@ -141,8 +146,8 @@ func TestOneCandidateHoldsTheLease(t *testing.T) {
 		t.Fatal("b did not take the released Lease at once")
 	}
 	l, _ := leases.GetLease(ctx, "default", "herald")
-	if holder(l.Spec) != "b" || *l.Spec.LeaseTransitions != 0 || *l.Spec.LeaseDurationSeconds != 3600 {
-		t.Errorf("Lease after the handover: holder %q, transitions %d, duration %ds; want b, 0 (a released it), 3600",
+	if holder(l.Spec) != "b" || *l.Spec.LeaseTransitions != 1 || *l.Spec.LeaseDurationSeconds != 3600 {
+		t.Errorf("Lease after the handover: holder %q, transitions %d, duration %ds; want b, 1 (taking a released Lease is a transition), 3600",
 			holder(l.Spec), *l.Spec.LeaseTransitions, *l.Spec.LeaseDurationSeconds)
 	}
 	if a.tryAcquireOrRenew(ctx) {
@@ -156,7 +161,7 @@ func TestOneCandidateHoldsTheLease(t *testing.T) {
 // own clock.
 func TestAnUnrenewedLeaseIsTakenAfterItsDuration(t *testing.T) {
 	ctx := context.Background()
-	const leaseDuration = 300 * time.Millisecond
+	const leaseDuration = time.Second // a Lease counts whole seconds
 	leases := &memoryLeases{}
 	a, b := candidate(leases, "a", leaseDuration), candidate(leases, "b", leaseDuration)
 	if !a.tryAcquireOrRenew(ctx) {
