@@ -19,12 +19,11 @@ const module = "github.com/herald-k8s/herald/"
 var allowed = map[string][]string{
 	"config":             {},
 	"watcher":            {},
-	"internal/tmpl":      {},
-	"internal/rules":     {"config", "internal/tmpl"},
+	"internal/rules":     {"config"},
 	"internal/kube":      {},
 	"internal/incident":  {"internal/rules", "internal/kube"}, // the ledger's ConfigMaps
 	"sinks":              {"internal/incident"},
-	"sinks/webhook":      {"sinks", "internal/incident", "internal/tmpl"},
+	"sinks/webhook":      {"sinks", "internal/incident"},
 	"sinks/stdout":       {"sinks", "internal/incident"},
 	"sinks/slack":        {"sinks", "internal/incident"},
 	"sinks/nats":         {"sinks", "internal/incident"},

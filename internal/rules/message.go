@@ -3,10 +3,10 @@ package rules
 import (
 	"fmt"
 	"strings"
+	"text/template"
 	"unicode/utf8"
 
 	"github.com/herald-k8s/herald/config"
-	"github.com/herald-k8s/herald/internal/tmpl"
 )
 
 // Size bounds of a rendered message; longer ones are cut with a marker so
@@ -18,8 +18,8 @@ const (
 
 // templateFuncs is everything a message template can call: pure string
 // helpers, no file, environment or network access.
-func templateFuncs() tmpl.FuncMap {
-	return tmpl.FuncMap{
+func templateFuncs() template.FuncMap {
+	return template.FuncMap{
 		"lower":     strings.ToLower,
 		"upper":     strings.ToUpper,
 		"trim":      strings.TrimSpace,
@@ -53,7 +53,7 @@ type TemplateData struct {
 }
 
 type message struct {
-	title, text, runbook *tmpl.Template
+	title, text, runbook *template.Template
 	needsObject          bool
 }
 
@@ -65,13 +65,17 @@ type templateError struct {
 func compileMessage(m config.Message, runbookURL string) (*message, []templateError) {
 	msg := &message{needsObject: strings.Contains(m.Title+m.Text+runbookURL, ".Object")}
 	var errs []templateError
-	parse := func(field, src string) *tmpl.Template {
+	// missingkey=zero: a fact the finding lacks renders as empty. (A
+	// missing key of .Object, whose values are interfaces, still renders
+	// as "<no value>": text/template's zero of an interface is no value.)
+	parse := func(field, src string) *template.Template {
 		if src == "" {
 			return nil
 		}
-		t, err := tmpl.Parse(field, src, templateFuncs(), tmpl.MissingZero)
+		t, err := template.New(field).Option("missingkey=zero").Funcs(templateFuncs()).Parse(src)
 		if err != nil {
 			errs = append(errs, templateError{field: field, err: err})
+			return nil
 		}
 		return t
 	}
@@ -102,7 +106,7 @@ func (m *message) render(f Finding, d Detection, in *input) (title, text, runboo
 			return title, text, "", err
 		}
 	}
-	exec := func(t *tmpl.Template, fallback string, limit int) string {
+	exec := func(t *template.Template, fallback string, limit int) string {
 		if t == nil {
 			return fallback
 		}

@@ -8,10 +8,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
-	"github.com/herald-k8s/herald/internal/tmpl"
 	"github.com/herald-k8s/herald/sinks"
 )
 
@@ -24,7 +24,7 @@ import (
 const MaxBody = 1 << 20
 
 // Body is a compiled body template.
-type Body struct{ tmpl *tmpl.Template }
+type Body struct{ tmpl *template.Template }
 
 // TemplateError is a template that does not parse, or fails on a sample
 // notification; Line (1-based) and Col (0-based, 0 if unknown) are within
@@ -41,7 +41,9 @@ func (e *TemplateError) Error() string { return e.Msg }
 // digest), so that a template that cannot work fails at load, with its
 // position, instead of at the first alert.
 func CompileBody(src string) (*Body, error) {
-	t, err := tmpl.Parse("body", src, bodyFuncs, tmpl.MissingError)
+	// missingkey=error: a fact the payload lacks fails the sample
+	// renders at load instead of printing "<no value>" into a chat.
+	t, err := template.New("body").Option("missingkey=error").Funcs(bodyFuncs).Parse(src)
 	if err != nil {
 		return nil, templateError(err)
 	}
@@ -94,7 +96,7 @@ func templateError(err error) *TemplateError {
 }
 
 // bodyFuncs are the functions a body template can call.
-var bodyFuncs = tmpl.FuncMap{
+var bodyFuncs = template.FuncMap{
 	// json quotes any value as JSON: a string becomes a quoted, escaped
 	// JSON string.
 	"json": func(v any) (string, error) {
