@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,25 +116,49 @@ func TestBinaryCarriesOnlyHeraldsAPIGroups(t *testing.T) {
 	}
 }
 
-// TestLinkerDropsUnusedMethods: nothing in the binary looks methods up by
-// a name known only at run time (reflect's Method / MethodByName, which
-// text/template's executor does). One such call makes the linker keep every
-// exported method of every type stored in an interface — 8 of the
-// binary's 36.6 MB (issue #17). Templates run on internal/tmpl instead.
-// The linker marks such callers <ReflectMethod> in its dependency dump.
-func TestLinkerDropsUnusedMethods(t *testing.T) {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -dumpdep", "-o", filepath.Join(t.TempDir(), "herald"), "./cmd/herald")
+// maxBinary bounds the release binary: 40 MiB (40<<20 = 41,943,040
+// bytes). Templates run on text/template (issue #29), whose executor looks
+// methods up by name at run time, so the linker keeps every exported
+// method of every type stored in an interface — about 8 MB for herald
+// (docs/performance.md): accepted, measured, and bounded here so that
+// growth beyond it is a decision, not an accident.
+const maxBinary = 40 << 20
+
+// TestBinarySize builds the release binary as the Dockerfile does
+// (CGO_ENABLED=0, -trimpath, -ldflags "-s -w") and holds it to maxBinary.
+func TestBinarySize(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "herald")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/herald")
 	cmd.Dir = "../.."
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%.2000s", err, out)
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		caller, _, ok := strings.Cut(sc.Text(), " <ReflectMethod> -> ")
-		if ok && !strings.HasPrefix(caller, "type:") {
-			t.Errorf("%s looks up methods by name: the linker now keeps every exported method", caller)
-		}
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("release binary: %d bytes (%.2f MB, %.2f MiB)", fi.Size(), float64(fi.Size())/1e6, float64(fi.Size())/(1<<20))
+	if fi.Size() > maxBinary {
+		t.Errorf("the release binary is %d bytes, over %d (40 MiB)", fi.Size(), maxBinary)
+	}
+}
+
+// TestTemplatesUseTextTemplate: the binary's templates are the standard
+// library's text/template (code here is written here: DESIGN.md, "Code
+// from elsewhere"), not a port of it.
+func TestTemplatesUseTextTemplate(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/herald")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "text/template") {
+		t.Error("cmd/herald does not link text/template")
+	}
+	if slices.Contains(deps, "github.com/herald-k8s/herald/internal/tmpl") {
+		t.Error("cmd/herald links internal/tmpl, the removed port of text/template's executor")
 	}
 }
