@@ -189,7 +189,8 @@ func listAndWatchDecoding(t *testing.T, env *testenv.Env, c *kube.Client) {
 }
 
 // configMaps: what the ledger does, create, list by label, update with
-// and without a current resourceVersion, delete.
+// and without a current resourceVersion (an update says the new one),
+// delete with and without a current one.
 func configMaps(t *testing.T, c *kube.Client) {
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger-0", Namespace: "default", Labels: map[string]string{"ledger": "yes"}},
@@ -202,13 +203,18 @@ func configMaps(t *testing.T, c *kube.Client) {
 		t.Errorf("creating it twice: %v, want AlreadyExists", err)
 	}
 	cm.Data["k"] = "v2"
-	if err := c.UpdateConfigMap(ctx, cm); err != nil {
+	rv, err := c.UpdateConfigMap(ctx, cm)
+	if err != nil {
 		t.Fatal(err)
 	}
 	stale := created.DeepCopy()
 	stale.Data["k"] = "v3"
-	if err := c.UpdateConfigMap(ctx, stale); !apierrors.IsConflict(err) {
+	if _, err := c.UpdateConfigMap(ctx, stale); !apierrors.IsConflict(err) {
 		t.Errorf("updating an old resourceVersion: %v, want Conflict", err)
+	}
+	cm.ResourceVersion, cm.Data["k"] = rv, "v2"
+	if rv, err = c.UpdateConfigMap(ctx, cm); err != nil {
+		t.Errorf("updating with the resourceVersion the last update returned (%q): %v", cm.ResourceVersion, err)
 	}
 	list, err := c.ListConfigMaps(ctx, "default", metav1.ListOptions{LabelSelector: "ledger=yes"})
 	if err != nil {
@@ -217,10 +223,13 @@ func configMaps(t *testing.T, c *kube.Client) {
 	if len(list.Items) != 1 || list.Items[0].Data["k"] != "v2" {
 		t.Fatalf("listed %+v, want ledger-0 with k=v2", list.Items)
 	}
-	if err := c.DeleteConfigMap(ctx, "default", "ledger-0"); err != nil {
+	if err := c.DeleteConfigMap(ctx, "default", "ledger-0", created.ResourceVersion); !apierrors.IsConflict(err) {
+		t.Errorf("deleting an old resourceVersion: %v, want Conflict", err)
+	}
+	if err := c.DeleteConfigMap(ctx, "default", "ledger-0", rv); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DeleteConfigMap(ctx, "default", "ledger-0"); !apierrors.IsNotFound(err) {
+	if err := c.DeleteConfigMap(ctx, "default", "ledger-0", ""); !apierrors.IsNotFound(err) {
 		t.Errorf("deleting it twice: %v, want NotFound", err)
 	}
 }
