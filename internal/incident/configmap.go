@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-k8s/herald/internal/kube"
@@ -46,17 +44,31 @@ type ConfigMapStore struct {
 	namespace string
 	name      string
 
-	written map[string]string           // hashed shard name → data last written
-	holds   map[string][]shardEntry     // hashed shard name → what that data holds
-	encoded map[string]*encodedIncident // incident ID → its JSON at the last write
-	calls   uint64                      // encode calls so far
-	archive *archive
-	gen     uint64 // generation of the last save, or the newest loaded
+	// versions: shard name → the resourceVersion last read or written.
+	// Every write is conditional on it, so that a replica that lost the
+	// lease (and does not know it yet) cannot overwrite what the new
+	// leader wrote: its write fails with ErrConflict.
+	versions map[string]string
+	// unsure: shard name → the data of a write whose outcome is unknown
+	// (it timed out, the connection broke): the next write to the shard
+	// first reads it to learn whether that one was applied.
+	unsure map[string]string
+	// claimed once Claim was called; claimVersion is the claim's
+	// resourceVersion as last read or written, claims its writes.
+	claimed      bool
+	claimVersion string
+	claims       uint64
+	written      map[string]string           // hashed shard name → data last written
+	holds        map[string][]shardEntry     // hashed shard name → what that data holds
+	encoded      map[string]*encodedIncident // incident ID → its JSON at the last write
+	calls        uint64                      // encode calls so far
+	archive      *archive
+	gen          uint64 // generation of the last save, or the newest loaded
 }
 
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
-	return &ConfigMapStore{client: client, namespace: namespace, name: name,
+	return &ConfigMapStore{client: client, namespace: namespace, name: name, versions: map[string]string{}, unsure: map[string]string{},
 		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{},
 		archive: newArchive()}
 }
@@ -83,6 +95,7 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	var order []string
 	archiveShards := map[string]int{} // archive shard name → its number
 	for _, cm := range list.Items {
+		s.versions[cm.Name] = cm.ResourceVersion
 		gen, _ := strconv.ParseUint(cm.Annotations[generationAnnotation], 10, 64) // none: 0, written before generations
 		s.gen = max(s.gen, gen)
 		n, isArchive := archiveShardNumber(s.name, cm.Name)
@@ -174,17 +187,15 @@ func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 		if _, ok := shards[name]; ok {
 			continue
 		}
-		err := s.client.DeleteConfigMap(ctx, s.namespace, name)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting old ledger shard %s: %w", name, err)
+		if err := s.delete(ctx, name, "old ledger shard"); err != nil {
+			return err
 		}
 		delete(s.written, name)
 		delete(s.holds, name)
 	}
 	for _, name := range s.archive.empty() {
-		err := s.client.DeleteConfigMap(ctx, s.namespace, name)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting spent ledger archive shard %s: %w", name, err)
+		if err := s.delete(ctx, name, "spent ledger archive shard"); err != nil {
+			return err
 		}
 		s.archive.deleted(name)
 	}
@@ -346,21 +357,4 @@ func (s *ConfigMapStore) build(name string, part []int, incs []Incident, encoded
 	}
 	b.WriteByte(']')
 	return shardData{data: b.String(), holds: holds}
-}
-
-func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: map[string]string{
-			ledgerLabel: ledgerValue, "herald.io/ledger": s.name, "app.kubernetes.io/managed-by": "herald",
-		}, Annotations: map[string]string{generationAnnotation: strconv.FormatUint(s.gen, 10)}},
-		Data: map[string]string{dataKey: data},
-	}
-	err := s.client.UpdateConfigMap(ctx, cm)
-	if apierrors.IsNotFound(err) {
-		_, err = s.client.CreateConfigMap(ctx, cm)
-	}
-	if err != nil {
-		return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, err)
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package incident
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,6 +48,64 @@ func TestConfigMapLedger(t *testing.T) {
 	}
 	t.Run("SizeBound", func(t *testing.T) { ledgerSizeBound(t, client, typed) })
 	t.Run("Archive", func(t *testing.T) { ledgerArchive(t, client, typed) })
+	t.Run("Conditional", func(t *testing.T) { ledgerConditional(t, typed) })
+}
+
+// ledgerConditional: two replicas write one ledger, as a deposed leader
+// and its successor do. Once the new leader has written, every write of
+// the old one — a change to a shard, a resharding that deletes one — is
+// refused with ErrConflict, and what the new leader wrote stays.
+func ledgerConditional(t *testing.T, typed *kube.Client) {
+	ctx := context.Background()
+	warn := func(string, ...any) {}
+	old := NewConfigMapStore(typed, "default", "fenced-ledger")
+	if _, err := old.Load(ctx, warn); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	incs := realisticIncidents(3000) // two shards
+	if err := old.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	successor := NewConfigMapStore(typed, "default", "fenced-ledger")
+	loaded, err := successor.Load(ctx, warn)
+	if err != nil || len(loaded) != len(incs) {
+		t.Fatalf("the successor loaded %d incidents (%v), want %d", len(loaded), err, len(incs))
+	}
+	if err := successor.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range loaded {
+		loaded[i].Seq = 2 // the successor notified every one again
+	}
+	if err := successor.Save(ctx, loaded); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what string
+		incs []Incident
+	}{
+		{"a changed incident", func() []Incident { c := realisticIncidents(3000); c[0].Seq = 9; return c }()},
+		{"half the incidents gone (a new shard created, two deleted)", realisticIncidents(100)},
+	} {
+		if err := old.Save(ctx, tc.incs); !errors.Is(err, ErrConflict) {
+			t.Errorf("the deposed leader's write of %s after the successor's: %v, want ErrConflict", tc.what, err)
+		}
+	}
+	after, err := NewConfigMapStore(typed, "default", "fenced-ledger").Load(ctx, warn)
+	if err != nil || len(after) != len(incs) {
+		t.Fatalf("loaded %d incidents after the deposed leader's writes (%v), want %d", len(after), err, len(incs))
+	}
+	for _, inc := range after {
+		if inc.Seq != 2 {
+			t.Fatalf("incident %s has seq %d: the deposed leader overwrote the successor's ledger", inc.ID, inc.Seq)
+		}
+	}
+	if err := successor.Save(ctx, after[:10]); err != nil {
+		t.Errorf("the successor's own next write (deleting a shard): %v", err)
+	}
 }
 
 // ledgerSizeBound writes 20,000 open incidents: every shard stays under

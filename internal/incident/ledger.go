@@ -2,6 +2,7 @@ package incident
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -44,43 +45,69 @@ func (m *MemoryStore) Save(_ context.Context, incs []Incident) error {
 const FlushInterval = time.Second
 
 // Persist writes the tracker's state to store whenever it changed, at most
-// once per FlushInterval, until ctx ends; then it writes once more so a
-// graceful stop loses nothing. A failed write is logged and retried at
-// the next tick.
-func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics) {
+// once per FlushInterval, until ctx ends. A failed write is logged and
+// retried at the next tick, but a conflict (ErrConflict: another replica
+// wrote the ledger, so it leads) is logged, counted and returned at once,
+// never retried: the caller stops leading.
+//
+// When ctx ends it writes once more, so a graceful stop loses nothing —
+// unless ctx's cause is ErrFenced (the lease was lost): then the write in
+// flight is abandoned and nothing more is written.
+func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics) error {
 	var saved uint64
-	flush := func(ctx context.Context) {
+	flush := func(ctx context.Context) error {
 		if t.Version() == saved {
-			return // nothing changed: not even a copy of the ledger is made
+			return nil // nothing changed: not even a copy of the ledger is made
 		}
 		incs, version := t.Snapshot()
 		if err := store.Save(ctx, incs); err != nil {
-			logger.Error("writing the incident ledger failed; will retry", "error", err)
-			m.failed()
-			return
+			if errors.Is(err, ErrConflict) {
+				logger.Error("the incident ledger was written by another replica; stopping, not overwriting it", "error", err)
+				m.conflicted()
+				return err
+			}
+			if ctx.Err() == nil {
+				logger.Error("writing the incident ledger failed; will retry", "error", err)
+				m.failed()
+			}
+			return nil
 		}
 		m.wrote(len(incs))
 		saved = version
+		return nil
 	}
 	tick := time.NewTicker(FlushInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-tick.C:
-			flush(ctx)
+			if err := flush(ctx); err != nil {
+				return err
+			}
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), ErrFenced) {
+				logger.Warn("the incident ledger writer was fenced; what was not written is sent again by the next leader", "cause", context.Cause(ctx))
+				return nil
+			}
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			flush(final)
-			cancel()
-			return
+			defer cancel()
+			return flush(final)
 		}
 	}
 }
 
+// ErrFenced, as the cause of a context's end, says this replica stopped
+// leading: whatever that context guards stops at once, without a last
+// write or send, as another replica may lead already.
+var ErrFenced = errors.New("fenced: this replica no longer leads")
+
 // LedgerMetrics observe the ledger writer; nil fields are skipped.
 type LedgerMetrics struct {
 	Writes, Failures func()
-	Incidents        func(n int)
+	// Conflicts counts writes refused because another replica wrote the
+	// ledger since this one read it.
+	Conflicts func()
+	Incidents func(n int)
 }
 
 func (m *LedgerMetrics) wrote(n int) {
@@ -92,6 +119,12 @@ func (m *LedgerMetrics) wrote(n int) {
 	}
 	if m.Incidents != nil {
 		m.Incidents(n)
+	}
+}
+
+func (m *LedgerMetrics) conflicted() {
+	if m != nil && m.Conflicts != nil {
+		m.Conflicts()
 	}
 }
 

@@ -1,0 +1,160 @@
+package incident
+
+// Conditional writes: every write of a ledger shard carries the
+// resourceVersion this replica last read or wrote, so a deposed leader
+// that has not yet noticed it lost the lease cannot overwrite what the new
+// leader wrote (docs/operations.md, "Fencing").
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ErrConflict: a ledger shard changed since this replica last read or
+// wrote it, so another replica leads (or did since). The caller stops
+// leading; it must not retry the write, which would overwrite the other
+// replica's.
+var ErrConflict = errors.New("the ledger was written by another replica since this one read it")
+
+// conflict says whether err means someone else wrote the shard: it
+// changed (Conflict), was created (AlreadyExists) or deleted (NotFound,
+// for a shard this replica knows).
+func conflict(err error, known bool) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || known && apierrors.IsNotFound(err)
+}
+
+// delete deletes a shard, if it is still as this replica last saw it.
+func (s *ConfigMapStore) delete(ctx context.Context, name, what string) error {
+	err := s.client.DeleteConfigMap(ctx, s.namespace, name, s.versions[name])
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting %s %s/%s: %w", what, s.namespace, name, ErrConflict)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s/%s: %w", what, s.namespace, name, err)
+	}
+	delete(s.versions, name)
+	return nil
+}
+
+func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: map[string]string{
+			ledgerLabel: ledgerValue, "herald.io/ledger": s.name, "app.kubernetes.io/managed-by": "herald",
+		}, Annotations: map[string]string{generationAnnotation: strconv.FormatUint(s.gen, 10)}},
+		Data: map[string]string{dataKey: data},
+	}
+	if err := s.settle(ctx, name); err != nil {
+		return err
+	}
+	rv, known := s.versions[name]
+	if !known && s.claimed {
+		if err := s.touchClaim(ctx); err != nil {
+			return err
+		}
+	}
+	var err error
+	if known {
+		cm.ResourceVersion = rv
+		rv, err = s.client.UpdateConfigMap(ctx, cm)
+	} else {
+		var created *corev1.ConfigMap
+		if created, err = s.client.CreateConfigMap(ctx, cm); err == nil {
+			rv = created.ResourceVersion
+		}
+	}
+	if conflict(err, known) {
+		return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, ErrConflict)
+	}
+	if err != nil {
+		s.unsure[name] = data
+		return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, err)
+	}
+	s.versions[name] = rv
+	return nil
+}
+
+// settle learns whether a write to name whose outcome was unknown was
+// applied: if the shard holds what it wrote, its resourceVersion is this
+// replica's to write on; otherwise the one known before stays, and the
+// next write conflicts if another replica wrote meanwhile.
+func (s *ConfigMapStore) settle(ctx context.Context, name string) error {
+	data, ok := s.unsure[name]
+	if !ok {
+		return nil
+	}
+	cm, err := s.client.GetConfigMap(ctx, s.namespace, name)
+	if apierrors.IsNotFound(err) {
+		delete(s.unsure, name) // not applied (or deleted since: the write will say)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading ledger shard %s/%s after a write that may not have been applied: %w", s.namespace, name, err)
+	}
+	if cm.Data[dataKey] == data {
+		s.versions[name] = cm.ResourceVersion
+	}
+	delete(s.unsure, name)
+	return nil
+}
+
+// A shard's creation cannot be conditional on a resourceVersion, so the
+// ledger has a fencing token besides its shards: the ConfigMap
+// <name>-claim, which each leader writes when it takes the ledger over
+// (Claim) and, conditionally on the resourceVersion it wrote, again before
+// a save that creates a shard. A deposed leader's save then fails at the
+// claim, before it creates anything.
+
+// Claim makes this store the ledger's only writer: from now on, writes of
+// any store that claimed it before fail with ErrConflict. The leader calls
+// it once it has loaded the ledger; readers (herald incidents) never do.
+func (s *ConfigMapStore) Claim(ctx context.Context) error {
+	s.claimed = true
+	cm, err := s.client.GetConfigMap(ctx, s.namespace, s.claimName())
+	switch {
+	case apierrors.IsNotFound(err):
+		s.claimVersion = ""
+	case err != nil:
+		return fmt.Errorf("reading the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
+	default:
+		s.claimVersion = cm.ResourceVersion
+	}
+	return s.touchClaim(ctx)
+}
+
+// touchClaim writes the claim, conditionally on the version this store
+// last wrote or read.
+func (s *ConfigMapStore) touchClaim(ctx context.Context) error {
+	s.claims++
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: s.claimName(), Namespace: s.namespace, ResourceVersion: s.claimVersion,
+			Labels: map[string]string{"herald.io/ledger-claim": s.name, "app.kubernetes.io/managed-by": "herald"}},
+		Data: map[string]string{"writes": strconv.FormatUint(s.claims, 10)},
+	}
+	var err error
+	known := s.claimVersion != ""
+	if known {
+		s.claimVersion, err = s.client.UpdateConfigMap(ctx, cm)
+	} else {
+		var created *corev1.ConfigMap
+		if created, err = s.client.CreateConfigMap(ctx, cm); err == nil {
+			s.claimVersion = created.ResourceVersion
+		}
+	}
+	if conflict(err, known) {
+		return fmt.Errorf("writing the ledger's claim %s/%s: %w", s.namespace, s.claimName(), ErrConflict)
+	}
+	if err != nil {
+		// Unknown whether it was applied: claim afresh next time.
+		s.claimVersion = ""
+		return fmt.Errorf("writing the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
+	}
+	return nil
+}
+
+func (s *ConfigMapStore) claimName() string { return s.name + "-claim" }
