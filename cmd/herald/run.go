@@ -78,7 +78,11 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	muter := silence.NewMuter(*namespace, logger)
 	muter.Configure(cfg)
 	tracker := newTracker(cfg.Incidents, reg, muter, logger)
-	sinkList, closeSinks, err := buildSinks(cfg, out, tracker, logger)
+	// One identity per term: the Lease's holder, the Herald-Replica header
+	// of webhooks, and the user agent of API requests (so the API
+	// server's audit log tells replicas apart).
+	identity := leader.Identity()
+	sinkList, closeSinks, err := buildSinks(cfg, out, tracker, identity, logger)
 	if err != nil {
 		fmt.Fprintln(errOut, err)
 		return 1
@@ -96,7 +100,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		logger.Error("no Kubernetes client configuration", "error", err)
 		return 1
 	}
-	restCfg.UserAgent = "herald/" + version
+	restCfg.UserAgent = "herald/" + version + " (" + identity + ")"
 	// Gzip is client-go's default: the API server compresses any answer
 	// over 128 KB (a page of pods, a ledger shard's echo) and herald
 	// inflates it again (see docs/performance.md), for bytes that only
@@ -133,7 +137,6 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		logger.Error("setting up crash context", "error", err)
 		return 1
 	}
-	go gatherContext(ctx)
 	ctrl, err := handlers.New(handlers.Options{
 		Watcher:          w,
 		Rules:            ruleSet,
@@ -154,11 +157,12 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	isLeader := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_leader", Help: "1 while this replica holds the lease and notifies."})
 	ledgerWrites := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_writes_total", Help: "Ledger writes (each batches the changes of up to a second)."})
 	ledgerFailures := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_write_errors_total", Help: "Ledger writes that failed (retried at the next tick)."})
+	ledgerConflicts := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_write_conflicts_total", Help: "Ledger writes refused because another replica wrote the ledger since this one read it (this replica then stops leading; never retried)."})
 	ledgerSize := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_ledger_incidents", Help: "Incidents in the ledger at the last write (open and retained resolved)."})
-	reg.MustRegister(isLeader, ledgerWrites, ledgerFailures, ledgerSize,
+	reg.MustRegister(isLeader, ledgerWrites, ledgerFailures, ledgerConflicts, ledgerSize,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_cache_synced", Help: "1 once every informer has listed."}, func() float64 { return map[bool]float64{true: 1}[w.Synced()] }),
 	)
-	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}
+	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Conflicts: ledgerConflicts.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}
 	healthz := leader.NewHealthz(20 * time.Second)
 	if *metricsAddr != "" {
 		srv, err := serveOps(*metricsAddr, reg, w, typed.Ready, healthz, *withPprof, logger)
@@ -184,7 +188,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	if *reloadInterval > 0 {
 		r := newReloader(*configPath, *reloadInterval, cfg, ctrl, logger, reg)
 		r.replaceSinks = func(next *config.Config) error {
-			lanes, _, err := buildSinks(next, out, tracker, logger)
+			lanes, _, err := buildSinks(next, out, tracker, identity, logger)
 			if err != nil {
 				return err
 			}
@@ -198,7 +202,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	var runErr error
 	lead := func(ctx context.Context) {
 		runErr = runLeader(ctx, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
-			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace,
+			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace, gatherContext: gatherContext,
 			silenceStatus: silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run})
 	}
 	if !*leaderElect {
@@ -206,7 +210,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		lead(ctx)
 	} else {
 		err := leader.Run(ctx, leader.Options{
-			Client: typed, Namespace: *namespace, Name: *leaseName, Identity: leader.Identity(),
+			Client: typed, Namespace: *namespace, Name: *leaseName, Identity: identity,
 			LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			Logger: logger, Healthz: healthz,
 			OnLeading: func(on bool) { isLeader.Set(map[bool]float64{true: 1}[on]) },
@@ -223,6 +227,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 			logger.Error("leader election failed", "error", err)
 			return 1
 		}
+	}
+	if errors.Is(runErr, incident.ErrConflict) {
+		logger.Error("another replica wrote the incident ledger; starting over so that only one replica notifies")
+		return exitStartOver
 	}
 	if runErr != nil {
 		logger.Error("herald stopped with an error", "error", runErr)
@@ -245,12 +253,20 @@ type leaderParts struct {
 	grace         time.Duration
 	// silenceStatus keeps the Silences' status current while leading.
 	silenceStatus func(ctx context.Context)
+	// gatherContext runs the crash-context stage while leading.
+	gatherContext func(ctx context.Context)
 }
 
 // runLeader is the leader's work: load the ledger (now that no other
-// replica writes it), then reconcile and notify until ctx ends; then let
-// the sinks send what is queued (up to --shutdown-grace) and write the
-// ledger a last time.
+// replica writes it), then reconcile and notify until ctx ends.
+//
+// A graceful stop (ctx cancelled) drains: the sinks send what is queued
+// (up to --shutdown-grace) and the ledger is written a last time. Losing
+// the lease (ctx's cause is leader.ErrLost) or finding that another
+// replica wrote the ledger is a fence: the sinks (their retries, digests
+// and re-posts), the context stage, the Silence status writer and the
+// ledger writer are cancelled at once, requests in flight included, and
+// nothing more is sent or written.
 func runLeader(ctx context.Context, p leaderParts) error {
 	loaded, err := loadLedger(ctx, p.store, p.logger)
 	if err != nil {
@@ -263,33 +279,64 @@ func runLeader(ctx context.Context, p leaderParts) error {
 	p.ctrl.FirstStart = len(loaded) == 0
 	p.logger.Info("incident ledger loaded", "incidents", len(loaded), "persisted", p.persisted, "namespace", p.namespace)
 
-	// The sinks outlive ctx by up to the grace period, so that what the last
-	// reconciles queued is still sent after SIGTERM.
-	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
+	// Everything that sends or writes runs under fenced, which outlives
+	// ctx on a graceful stop and ends the moment this replica stops
+	// believing it leads.
+	fenced, fence := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer fence(nil)
+	work, stopWork := context.WithCancelCause(ctx)
+	defer stopWork(nil)
+	fenceOn := func(cause error) {
+		fence(fmt.Errorf("%w: %w", incident.ErrFenced, cause))
+		stopWork(cause)
+	}
+	defer context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); errors.Is(cause, leader.ErrLost) {
+			fenceOn(cause)
+		}
+	})()
+	sinkCtx, stopSinks := context.WithCancel(fenced)
 	defer stopSinks()
-	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))
+	ledgerCtx, stopLedger := context.WithCancel(fenced)
 	var wg, ledgerDone sync.WaitGroup
-	ledgerDone.Go(func() { incident.Persist(ledgerCtx, p.tracker, p.store, p.logger, p.ledgerMetrics) })
+	var ledgerErr error
+	ledgerDone.Go(func() {
+		if ledgerErr = incident.Persist(ledgerCtx, p.tracker, p.store, p.logger, p.ledgerMetrics); ledgerErr != nil {
+			fenceOn(ledgerErr)
+		}
+	})
 	wg.Go(func() { p.dispatcher.Run(sinkCtx) })
-	wg.Go(func() { p.silenceStatus(ctx) })
-	runErr := p.ctrl.Run(ctx)
+	wg.Go(func() { p.gatherContext(work) })
+	wg.Go(func() { p.silenceStatus(work) })
+	runErr := p.ctrl.Run(work)
 	p.dispatcher.Close()
 	grace := time.AfterFunc(p.grace, stopSinks)
 	wg.Wait()
 	grace.Stop()
 	stopLedger() // after the sinks: the final write records their deliveries
 	ledgerDone.Wait()
+	if ledgerErr != nil {
+		return ledgerErr
+	}
 	return runErr
 }
 
-// loadLedger reads the ledger, retrying API errors for up to 30 s.
+// loadLedger reads the ledger and claims it (a store that can be claimed
+// refuses the writes of any replica that led before), retrying API errors
+// for up to 30 s.
 func loadLedger(ctx context.Context, store incident.Store, logger *slog.Logger) ([]incident.Incident, error) {
 	warn := func(msg string, args ...any) { logger.Warn(msg, args...) }
 	var lastErr error
 	for attempt := range 6 {
 		incs, err := store.Load(ctx, warn)
+		if c, ok := store.(interface{ Claim(context.Context) error }); ok && err == nil {
+			err = c.Claim(ctx)
+		}
 		if err == nil {
 			return incs, nil
+		}
+		if errors.Is(err, incident.ErrConflict) {
+			return nil, err // another replica claimed it meanwhile: it leads
 		}
 		lastErr = err
 		logger.Warn("reading the incident ledger failed; retrying", "attempt", attempt+1, "error", err)

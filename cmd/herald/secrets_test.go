@@ -304,7 +304,7 @@ sinks:
 		}
 		var logs bytes.Buffer
 		logger, _ := newLogger(&logs, "text", "info")
-		_, closeSinks, err := buildSinks(cfg, io.Discard, nil, logger)
+		_, closeSinks, err := buildSinks(cfg, io.Discard, nil, "", logger)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,8 +18,9 @@ import (
 )
 
 // buildSinks makes every configured sink with its queue settings; close
-// releases their connections.
-func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, logger *slog.Logger) (lanes []sinks.LaneOptions, close func(), err error) {
+// releases their connections. replica is this process's leader-election
+// identity, which webhooks carry as Herald-Replica.
+func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica string, logger *slog.Logger) (lanes []sinks.LaneOptions, close func(), err error) {
 	var closers []func()
 	close = func() {
 		for _, c := range closers {
@@ -48,7 +49,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, logger *
 				secrets = append(secrets, ref.Secret().Reveal())
 			}
 			s, err := webhook.New(webhook.Options{
-				Name: sc.Name, URL: urlOrSecret(w.URL, w.URLFrom), Timeout: w.Timeout, Headers: w.Headers, UserAgent: userAgent,
+				Name: sc.Name, URL: urlOrSecret(w.URL, w.URLFrom), Timeout: w.Timeout, Headers: w.Headers, UserAgent: userAgent, Replica: replica,
 				Secrets: secrets, CloudEvents: w.CloudEvents, TLS: tlsOpts(sc.Name, w.TLS), Body: w.Body, ContentType: w.ContentType,
 			})
 			if err != nil {

@@ -22,6 +22,10 @@ type Options struct {
 	Headers map[string]string
 	// UserAgent identifies herald and its version.
 	UserAgent string
+	// Replica names the herald replica that sends (its leader-election
+	// identity), in the Herald-Replica header: a receiver, or an operator
+	// reading its log, can tell which replica sent what.
+	Replica string
 	// Secrets sign each request the Standard Webhooks way; with several
 	// (during a rotation) every one signs, and receivers accept any.
 	Secrets []string
@@ -100,6 +104,9 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	}
 	header.Set("Content-Type", contentType)
 	header.Set("User-Agent", s.opts.UserAgent)
+	if s.opts.Replica != "" {
+		header.Set("Herald-Replica", s.opts.Replica)
+	}
 	// The idempotency key and signature, as Standard Webhooks name them.
 	ts := s.now().Unix()
 	header.Set("webhook-id", payload.ID)

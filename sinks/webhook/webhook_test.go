@@ -44,7 +44,8 @@ func TestSendStatuses(t *testing.T) {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
 			var got sinks.Payload
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Header.Get("X-Team") != "sre" || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("webhook-id") != "abc-1-1" {
+				if r.Header.Get("X-Team") != "sre" || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("webhook-id") != "abc-1-1" ||
+					r.Header.Get("Herald-Replica") != "herald-0_ABCD1234" {
 					t.Errorf("headers: %v", r.Header)
 				}
 				json.NewDecoder(r.Body).Decode(&got)
@@ -55,7 +56,7 @@ func TestSendStatuses(t *testing.T) {
 			}))
 			defer srv.Close()
 			secretURL := srv.URL + "/services/T000/B000/s3cr3t-token"
-			s, err := New(Options{Name: "hook", URL: secretURL, Timeout: time.Second, Headers: map[string]string{"X-Team": "sre"}})
+			s, err := New(Options{Name: "hook", URL: secretURL, Timeout: time.Second, Headers: map[string]string{"X-Team": "sre"}, Replica: "herald-0_ABCD1234"})
 			if err != nil {
 				t.Fatal(err)
 			}
