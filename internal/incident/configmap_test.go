@@ -87,7 +87,7 @@ func ledgerConditional(t *testing.T, typed *kube.Client) {
 		what string
 		incs []Incident
 	}{
-		{"a changed incident", func() []Incident { c := realisticIncidents(3000); c[0].Seq = 9; return c }()},
+		{"a changed incident", func() []Incident { c := realisticIncidents(3000); c[0].Seq, c[0].rev = 9, 99; return c }()},
 		{"half the incidents gone (a new shard created, two deleted)", realisticIncidents(100)},
 	} {
 		if err := old.Save(ctx, tc.incs); !errors.Is(err, ErrConflict) {
