@@ -7,8 +7,12 @@ package watcher
 // watch event of a crash-looping pod paid for it. decodeCompactPod walks
 // the encoding instead, copies the kept fields of the spec and status
 // without decoding them, and decodes only the metadata the event
-// handlers read. compactPod (from a decoded Pod) stays for what arrives
-// as JSON; TestDecodedAsCompacted holds the two to the same result.
+// handlers read. Each kept field's wire type is checked where it is met
+// (and a memory limit parsed), so that what is cached expands: an
+// encoding the generated code would refuse fails here, naming the
+// field, not when a worker reads the pod. compactPod (from a decoded
+// Pod) stays for what arrives as JSON; TestDecodedAsCompacted holds the
+// two to the same result.
 
 import (
 	"bytes"
@@ -16,34 +20,128 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Field numbers from k8s.io/api/core/v1/generated.proto and
-// k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto.
+// The fields of a Pod.
+const (
+	podMetadata protowire.Number = 1
+	podSpec     protowire.Number = 2
+	podStatus   protowire.Number = 3
+)
+
+// The fields of an ObjectMeta that decodeCompactMeta reads.
+const (
+	metaName              protowire.Number = 1
+	metaNamespace         protowire.Number = 3
+	metaUID               protowire.Number = 5
+	metaResourceVersion   protowire.Number = 6
+	metaGeneration        protowire.Number = 7
+	metaCreationTimestamp protowire.Number = 8
+	metaDeletionTimestamp protowire.Number = 9
+	metaLabels            protowire.Number = 11
+	metaAnnotations       protowire.Number = 12
+	metaOwnerReferences   protowire.Number = 13
+)
+
+// What is kept of a pod, with numbers and wire types from
+// k8s.io/api/core/v1/generated.proto and
+// k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto. The spec and
+// status are trimmed copies; the metadata is decoded (decodeCompactMeta,
+// which checks its fields against keepMeta).
 var (
+	keepPod = messageOf[corev1.Pod](
+		messageField(podMetadata, "ObjectMeta", keepMeta),
+		messageField(podSpec, "Spec", keepSpec),
+		messageField(podStatus, "Status", keepStatus))
+
+	keepMeta = messageOf[metav1.ObjectMeta](
+		stringField(metaName, "Name"),
+		stringField(metaNamespace, "Namespace"),
+		stringField(metaUID, "UID"),
+		stringField(metaResourceVersion, "ResourceVersion"),
+		varintField(metaGeneration, "Generation"),
+		// These three are decoded by their generated Unmarshal, which
+		// checks them.
+		messageField(metaCreationTimestamp, "CreationTimestamp", nil),
+		messageField(metaDeletionTimestamp, "DeletionTimestamp", nil),
+		messageField(metaOwnerReferences, "OwnerReferences", nil),
+		messageField(metaLabels, "Labels", keepStringEntry),
+		messageField(metaAnnotations, "Annotations", keepStringEntry))
+	keepStringEntry = &trim{byNum: byNum(stringField(entryKey, "key"), stringField(entryValue, "value"))}
+
+	// PodSpec: containers, initContainers, nodeName.
+	keepSpec = messageOf[corev1.PodSpec](
+		messageField(2, "Containers", keepContainer),
+		messageField(20, "InitContainers", keepContainer),
+		stringField(10, "NodeName"))
 	// What the detectors read of a container: name, image, resources
 	// (of which the memory limit only), restartPolicy (sidecars).
-	keepContainer = &trim{fields: map[protowire.Number]*trim{1: nil, 2: nil, 24: nil,
-		8: {fields: map[protowire.Number]*trim{1: {onlyKey: "memory"}}}}}
-	// PodSpec: containers, initContainers, nodeName.
-	keepSpec = &trim{fields: map[protowire.Number]*trim{2: keepContainer, 20: keepContainer, 10: nil}}
+	keepContainer = messageOf[corev1.Container](
+		stringField(1, "Name"),
+		stringField(2, "Image"),
+		messageField(8, "Resources", keepResources),
+		stringField(24, "RestartPolicy"))
+	keepResources   = messageOf[corev1.ResourceRequirements](messageField(1, "Limits", keepMemoryLimit))
+	keepMemoryLimit = &trim{onlyKey: string(corev1.ResourceMemory),
+		byNum: byNum(stringField(entryKey, "key"), messageField(entryValue, "value", keepQuantity))}
+	// Quantity's one field (quantity_proto.go), which must parse.
+	keepQuantity = messageOf[resource.Quantity](
+		protoField{num: 1, wire: wireBytes, name: "string", valid: validQuantity}).keptWhole()
 
-	// ContainerStateTerminated without its containerID (7), the one
-	// per-run string of a state.
-	keepTerminated = &trim{fields: map[protowire.Number]*trim{1: nil, 2: nil, 3: nil, 4: nil, 5: nil, 6: nil}}
-	keepState      = &trim{fields: map[protowire.Number]*trim{1: nil, 2: nil, 3: keepTerminated}}
-	// ContainerStatus: name, state, lastState, ready, restartCount,
-	// image, started.
-	keepContainerStatus = &trim{fields: map[protowire.Number]*trim{1: nil, 2: keepState, 3: keepState, 4: nil, 5: nil, 6: nil, 9: nil}}
-	// PodCondition: type, status, lastTransitionTime, reason, message.
-	keepCondition = &trim{fields: map[protowire.Number]*trim{1: nil, 2: nil, 4: nil, 5: nil, 6: nil}}
 	// PodStatus: phase, conditions, message, reason, startTime,
 	// containerStatuses, initContainerStatuses.
-	keepStatus = &trim{fields: map[protowire.Number]*trim{1: nil, 2: keepCondition, 3: nil, 4: nil, 7: nil,
-		8: keepContainerStatus, 10: keepContainerStatus}}
+	keepStatus = messageOf[corev1.PodStatus](
+		stringField(1, "Phase"),
+		messageField(2, "Conditions", keepCondition),
+		stringField(3, "Message"),
+		stringField(4, "Reason"),
+		messageField(7, "StartTime", keepTime),
+		messageField(8, "ContainerStatuses", keepContainerStatus),
+		messageField(10, "InitContainerStatuses", keepContainerStatus))
+	// PodCondition: type, status, lastTransitionTime, reason, message.
+	keepCondition = messageOf[corev1.PodCondition](
+		stringField(1, "Type"),
+		stringField(2, "Status"),
+		messageField(4, "LastTransitionTime", keepTime),
+		stringField(5, "Reason"),
+		stringField(6, "Message"))
+	// ContainerStatus: name, state, lastState, ready, restartCount,
+	// image, started.
+	keepContainerStatus = messageOf[corev1.ContainerStatus](
+		stringField(1, "Name"),
+		messageField(2, "State", keepState),
+		messageField(3, "LastTerminationState", keepState),
+		varintField(4, "Ready"),
+		varintField(5, "RestartCount"),
+		stringField(6, "Image"),
+		varintField(9, "Started"))
+	keepState = messageOf[corev1.ContainerState](
+		messageField(1, "Waiting", keepWaiting),
+		messageField(2, "Running", keepRunning),
+		messageField(3, "Terminated", keepTerminated))
+	keepWaiting = messageOf[corev1.ContainerStateWaiting](stringField(1, "Reason"), stringField(2, "Message"))
+	keepRunning = messageOf[corev1.ContainerStateRunning](messageField(1, "StartedAt", keepTime))
+	// ContainerStateTerminated without its containerID (7), the one
+	// per-run string of a state.
+	keepTerminated = messageOf[corev1.ContainerStateTerminated](
+		varintField(1, "ExitCode"),
+		varintField(2, "Signal"),
+		stringField(3, "Reason"),
+		stringField(4, "Message"),
+		messageField(5, "StartedAt", keepTime),
+		messageField(6, "FinishedAt", keepTime))
+	// A metav1.Time is encoded as a metav1.Timestamp.
+	keepTime = messageOf[metav1.Timestamp](varintField(1, "Seconds"), varintField(2, "Nanos")).keptWhole()
 )
+
+func validQuantity(b []byte) error {
+	_, err := resource.ParseQuantity(string(b))
+	return err
+}
 
 // decodeCompactPod decodes a protobuf-encoded Pod (the message, without
 // the "k8s\x00" envelope) into the CompactPod that compactPod makes of it.
@@ -56,17 +154,24 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 			return nil, fmt.Errorf("decoding a pod: %w", err)
 		}
 		msg = rest
+		k := keepPod.field(f.num)
+		if k == nil {
+			continue
+		}
+		if err := k.check(f); err != nil {
+			return nil, fmt.Errorf("decoding a pod: %w", err)
+		}
 		switch f.num {
-		case 1:
+		case podMetadata:
 			meta = f.val
-		case 2:
+		case podSpec:
 			spec = f.val
-		case 3:
+		case podStatus:
 			status = f.val
 		}
 	}
 	if err := decodeCompactMeta(&c.ObjectMeta, meta, in); err != nil {
-		return nil, fmt.Errorf("decoding a pod's metadata: %w", err)
+		return nil, fmt.Errorf("decoding a pod: %w", inField("ObjectMeta", err))
 	}
 	// The trimmed messages are written to a scratch buffer and kept in
 	// one allocation of their exact size: the cache holds them for the
@@ -75,11 +180,11 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 	defer trimScratch.Put(scratch)
 	buf, err := appendTrimmed((*scratch)[:0], spec, keepSpec)
 	if err != nil {
-		return nil, fmt.Errorf("decoding pod %s/%s: spec: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, inField("Spec", err))
 	}
 	n := len(buf)
 	if buf, err = appendTrimmed(buf, status, keepStatus); err != nil {
-		return nil, fmt.Errorf("decoding pod %s/%s: status: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, inField("Status", err))
 	}
 	*scratch = buf
 	kept := bytes.Clone(buf)
@@ -97,68 +202,65 @@ func decodeCompactMeta(m *metav1.ObjectMeta, msg []byte, in *interner) error {
 			return err
 		}
 		msg = rest
-		switch f.num {
-		case 1, 3, 5, 6, 8, 9, 11, 12, 13:
-			if f.wire != protowire.BytesType {
-				return fmt.Errorf("field %d is not length-delimited", f.num)
-			}
-		case 7:
-			if f.wire != protowire.VarintType {
-				return fmt.Errorf("field 7 (generation) is not a varint")
-			}
+		k := keepMeta.field(f.num)
+		if k == nil {
+			continue
+		}
+		if err := k.check(f); err != nil {
+			return err
 		}
 		switch f.num {
-		case 1:
+		case metaName:
 			m.Name = string(f.val)
-		case 3:
+		case metaNamespace:
 			m.Namespace = in.getBytes(f.val)
-		case 5:
+		case metaUID:
 			m.UID = types.UID(f.val)
-		case 6:
+		case metaResourceVersion:
 			m.ResourceVersion = string(f.val)
-		case 7:
+		case metaGeneration:
 			v, _ := protowire.ConsumeVarint(f.val)
 			m.Generation = int64(v)
-		case 8:
+		case metaCreationTimestamp:
 			if err := m.CreationTimestamp.Unmarshal(f.val); err != nil {
-				return fmt.Errorf("creationTimestamp: %w", err)
+				return inField(k.name, err)
 			}
-		case 9:
+		case metaDeletionTimestamp:
 			t := &metav1.Time{}
 			if err := t.Unmarshal(f.val); err != nil {
-				return fmt.Errorf("deletionTimestamp: %w", err)
+				return inField(k.name, err)
 			}
 			m.DeletionTimestamp = t
-		case 11:
-			k, v, err := mapEntry(f.val)
+		case metaLabels:
+			key, val, err := mapEntry(f.val)
 			if err != nil {
-				return fmt.Errorf("labels: %w", err)
+				return inField(k.name, err)
 			}
 			if m.Labels == nil {
 				m.Labels = map[string]string{}
 			}
-			m.Labels[in.getBytes(k)] = in.getBytes(v)
-		case 12:
-			k, v, err := mapEntry(f.val)
+			m.Labels[in.getBytes(key)] = in.getBytes(val)
+		case metaAnnotations:
+			key, val, err := mapEntry(f.val)
 			if err != nil {
-				return fmt.Errorf("annotations: %w", err)
+				return inField(k.name, err)
 			}
-			switch string(k) {
+			switch string(key) {
 			case SilenceUntilAnnotation, metav1.InitialEventsAnnotationKey:
 				// The second marks the bookmark that ends a watch's
 				// initial events (a streaming list); the informer reads
 				// it before the object reaches a cache.
-				if len(v) > 0 {
+				if len(val) > 0 {
 					if m.Annotations == nil {
 						m.Annotations = map[string]string{}
 					}
-					m.Annotations[string(k)] = string(v)
+					m.Annotations[string(key)] = string(val)
 				}
 			}
-		case 13:
+		case metaOwnerReferences:
 			var o metav1.OwnerReference
 			if err := o.Unmarshal(f.val); err != nil {
-				return fmt.Errorf("ownerReferences: %w", err)
+				return inField(k.name, err)
 			}
 			o.APIVersion, o.Kind, o.Name, o.UID = in.get(o.APIVersion), in.get(o.Kind), in.get(o.Name), in.uid(o.UID)
 			m.OwnerReferences = append(m.OwnerReferences, o)
@@ -167,8 +269,8 @@ func decodeCompactMeta(m *metav1.ObjectMeta, msg []byte, in *interner) error {
 	return nil
 }
 
-// mapEntry returns the key (field 1) and value (field 2) of an entry of
-// a map<string, string>.
+// mapEntry returns the key and value of an entry of a map<string,
+// string>.
 func mapEntry(msg []byte) (key, val []byte, err error) {
 	for len(msg) > 0 {
 		f, rest, err := nextField(msg)
@@ -176,13 +278,16 @@ func mapEntry(msg []byte) (key, val []byte, err error) {
 			return nil, nil, err
 		}
 		msg = rest
-		if f.wire != protowire.BytesType {
-			return nil, nil, fmt.Errorf("map entry field %d is not length-delimited", f.num)
+		k := keepStringEntry.field(f.num)
+		if k == nil {
+			continue
 		}
-		switch f.num {
-		case 1:
+		if err := k.check(f); err != nil {
+			return nil, nil, err
+		}
+		if f.num == entryKey {
 			key = f.val
-		case 2:
+		} else {
 			val = f.val
 		}
 	}
