@@ -71,7 +71,7 @@ var (
 		messageField(metaOwnerReferences, "OwnerReferences", nil),
 		messageField(metaLabels, "Labels", keepStringEntry),
 		messageField(metaAnnotations, "Annotations", keepStringEntry))
-	keepStringEntry = &trim{byNum: byNum(stringField(entryKey, "key"), stringField(entryValue, "value"))}
+	keepStringEntry = mapEntries("", stringField(entryKey, "key"), stringField(entryValue, "value"))
 
 	// PodSpec: containers, initContainers, nodeName.
 	keepSpec = messageOf[corev1.PodSpec](
@@ -86,8 +86,8 @@ var (
 		messageField(8, "Resources", keepResources),
 		stringField(24, "RestartPolicy"))
 	keepResources   = messageOf[corev1.ResourceRequirements](messageField(1, "Limits", keepMemoryLimit))
-	keepMemoryLimit = &trim{onlyKey: string(corev1.ResourceMemory),
-		byNum: byNum(stringField(entryKey, "key"), messageField(entryValue, "value", keepQuantity))}
+	keepMemoryLimit = mapEntries(string(corev1.ResourceMemory),
+		stringField(entryKey, "key"), messageField(entryValue, "value", keepQuantity))
 	// Quantity's one field (quantity_proto.go), which must parse.
 	keepQuantity = messageOf[resource.Quantity](
 		protoField{num: 1, wire: wireBytes, name: "string", valid: validQuantity}).keptWhole()

@@ -74,9 +74,9 @@ type trim struct {
 	// goType is the Go type the message decodes into; nil for the
 	// entries of a map.
 	goType reflect.Type
-	// byNum holds the kept fields indexed by number (small numbers
-	// all: a slice is faster than a map here).
-	byNum []protoField
+	// fields are the kept fields as declared; byNum holds them indexed
+	// by number (small numbers all: a slice is faster than a map here).
+	fields, byNum []protoField
 	// whole keeps the message's encoding as it is once its kept fields
 	// check: metav1.Time decodes an empty message as the zero time but
 	// one holding only fields it does not know as the epoch, so a
@@ -264,26 +264,31 @@ func entryKeyOf(msg []byte, t *trim) ([]byte, error) {
 
 // messageOf returns the trim keeping fields of the message that Go type
 // T decodes.
-func messageOf[T any](fields ...protoField) *trim {
-	return &trim{goType: reflect.TypeFor[T](), byNum: byNum(fields...)}
+func messageOf[T any](fields ...protoField) *trim { return keeping(reflect.TypeFor[T](), fields) }
+
+// mapEntries returns the trim keeping fields of a map field's entries;
+// with onlyKey, of the entry with that key only.
+func mapEntries(onlyKey string, fields ...protoField) *trim {
+	t := keeping(nil, fields)
+	t.onlyKey = onlyKey
+	return t
+}
+
+func keeping(goType reflect.Type, fields []protoField) *trim {
+	t := &trim{goType: goType, fields: fields}
+	for _, f := range fields {
+		if int(f.num) >= len(t.byNum) {
+			t.byNum = append(t.byNum, make([]protoField, int(f.num)+1-len(t.byNum))...)
+		}
+		t.byNum[f.num] = f
+	}
+	return t
 }
 
 // keptWhole makes t keep its message whole, once checked.
 func (t *trim) keptWhole() *trim {
 	t.whole = true
 	return t
-}
-
-// byNum returns fields indexed by number, for trim.byNum.
-func byNum(fields ...protoField) []protoField {
-	var out []protoField
-	for _, f := range fields {
-		if int(f.num) >= len(out) {
-			out = append(out, make([]protoField, int(f.num)+1-len(out))...)
-		}
-		out[f.num] = f
-	}
-	return out
 }
 
 const wireBytes, wireVarint = protowire.BytesType, protowire.VarintType
