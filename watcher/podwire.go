@@ -145,9 +145,12 @@ func validQuantity(b []byte) error {
 
 // decodeCompactPod decodes a protobuf-encoded Pod (the message, without
 // the "k8s\x00" envelope) into the CompactPod that compactPod makes of it.
+// A message field met twice is merged into the first, as the generated
+// Unmarshal does: the metadata is decoded into the same ObjectMeta, and
+// the trimmed copies are concatenated, which decodes as their merge.
 func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 	c := &CompactPod{}
-	var meta, spec, status []byte
+	// The metadata first, so that errors name the pod.
 	for msg := raw; len(msg) > 0; {
 		f, rest, err := nextField(msg)
 		if err != nil {
@@ -161,30 +164,24 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 		if err := k.check(f); err != nil {
 			return nil, fmt.Errorf("decoding a pod: %w", err)
 		}
-		switch f.num {
-		case podMetadata:
-			meta = f.val
-		case podSpec:
-			spec = f.val
-		case podStatus:
-			status = f.val
+		if f.num == podMetadata {
+			if err := decodeCompactMeta(&c.ObjectMeta, f.val, in); err != nil {
+				return nil, fmt.Errorf("decoding a pod: %w", inField(k.name, err))
+			}
 		}
-	}
-	if err := decodeCompactMeta(&c.ObjectMeta, meta, in); err != nil {
-		return nil, fmt.Errorf("decoding a pod: %w", inField("ObjectMeta", err))
 	}
 	// The trimmed messages are written to a scratch buffer and kept in
 	// one allocation of their exact size: the cache holds them for the
 	// pod's life.
 	scratch := trimScratch.Get().(*[]byte)
 	defer trimScratch.Put(scratch)
-	buf, err := appendTrimmed((*scratch)[:0], spec, keepSpec)
+	buf, err := appendPodField((*scratch)[:0], raw, podSpec)
 	if err != nil {
-		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, inField("Spec", err))
+		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	n := len(buf)
-	if buf, err = appendTrimmed(buf, status, keepStatus); err != nil {
-		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, inField("Status", err))
+	if buf, err = appendPodField(buf, raw, podStatus); err != nil {
+		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	*scratch = buf
 	kept := bytes.Clone(buf)
@@ -193,6 +190,25 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 }
 
 var trimScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// appendPodField appends the trimmed copy of each occurrence of field num
+// of pod, whose encoding decodeCompactPod has walked already.
+func appendPodField(out, pod []byte, num protowire.Number) ([]byte, error) {
+	k := keepPod.field(num)
+	for len(pod) > 0 {
+		f, rest, err := nextField(pod)
+		if err != nil {
+			return nil, err
+		}
+		pod = rest
+		if f.num == num {
+			if out, err = appendTrimmed(out, f.val, k.sub); err != nil {
+				return nil, inField(k.name, err)
+			}
+		}
+	}
+	return out, nil
+}
 
 // decodeCompactMeta decodes what compactPod keeps of an ObjectMeta.
 func decodeCompactMeta(m *metav1.ObjectMeta, msg []byte, in *interner) error {
@@ -249,12 +265,17 @@ func decodeCompactMeta(m *metav1.ObjectMeta, msg []byte, in *interner) error {
 			case SilenceUntilAnnotation, metav1.InitialEventsAnnotationKey:
 				// The second marks the bookmark that ends a watch's
 				// initial events (a streaming list); the informer reads
-				// it before the object reaches a cache.
-				if len(val) > 0 {
+				// it before the object reaches a cache. An empty value
+				// (the last one counts) is no annotation, as compactPod
+				// has it.
+				switch {
+				case len(val) > 0:
 					if m.Annotations == nil {
 						m.Annotations = map[string]string{}
 					}
 					m.Annotations[string(key)] = string(val)
+				case m.Annotations != nil:
+					delete(m.Annotations, string(key))
 				}
 			}
 		case metaOwnerReferences:

@@ -55,7 +55,7 @@ func randomPods(seed int64, n int) []*corev1.Pod {
 // random pods that set every field, the realistic one the benchmark
 // creates, and a crash-looping one.
 func TestDecodedAsCompacted(t *testing.T) {
-	pods := append(randomPods(1, 2000), crashingPod("shop-0"))
+	pods := append(randomPods(1, 2000), realisticPod(), crashingPod("shop-0"))
 	for i, pod := range pods {
 		raw, err := pod.Marshal()
 		if err != nil {
@@ -74,24 +74,33 @@ func TestDecodedAsCompacted(t *testing.T) {
 		if err != nil {
 			t.Fatalf("pod %d: %v", i, err)
 		}
-		if !apiequality.Semantic.DeepEqual(got.ObjectMeta, want.ObjectMeta) {
-			t.Fatalf("pod %d: metadata\n got %#v\nwant %#v", i, got.ObjectMeta, want.ObjectMeta)
-		}
-		gotPod, err := got.Pod()
-		if err != nil {
-			t.Fatalf("pod %d: expanding: %v", i, err)
-		}
-		wantPod, err := want.Pod()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !apiequality.Semantic.DeepEqual(gotPod.Spec, wantPod.Spec) {
-			t.Fatalf("pod %d: spec\n got %#v\nwant %#v", i, gotPod.Spec, wantPod.Spec)
-		}
-		if !apiequality.Semantic.DeepEqual(gotPod.Status, wantPod.Status) {
-			t.Fatalf("pod %d: status\n got %#v\nwant %#v", i, gotPod.Status, wantPod.Status)
+		if err := compactionDiff(got, want); err != nil {
+			t.Fatalf("pod %d: %v", i, err)
 		}
 	}
+}
+
+// compactionDiff says how got differs from want: in metadata, or in spec
+// or status once expanded.
+func compactionDiff(got, want *CompactPod) error {
+	if !apiequality.Semantic.DeepEqual(got.ObjectMeta, want.ObjectMeta) {
+		return fmt.Errorf("metadata\n got %#v\nwant %#v", got.ObjectMeta, want.ObjectMeta)
+	}
+	gotPod, err := got.Pod()
+	if err != nil {
+		return fmt.Errorf("expanding: %w", err)
+	}
+	wantPod, err := want.Pod()
+	if err != nil {
+		return fmt.Errorf("expanding what compactPod made: %w", err)
+	}
+	if !apiequality.Semantic.DeepEqual(gotPod.Spec, wantPod.Spec) {
+		return fmt.Errorf("spec\n got %#v\nwant %#v", gotPod.Spec, wantPod.Spec)
+	}
+	if !apiequality.Semantic.DeepEqual(gotPod.Status, wantPod.Status) {
+		return fmt.Errorf("status\n got %#v\nwant %#v", gotPod.Status, wantPod.Status)
+	}
+	return nil
 }
 
 // TestDecodedPodKeepsWhatDetectorsRead names the fields: a crash-looping

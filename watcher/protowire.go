@@ -242,10 +242,11 @@ func appendEmbedded(out []byte, num protowire.Number, msg []byte, t *trim) ([]by
 	return out, nil
 }
 
-// entryKeyOf returns the key of map entry msg (nil if absent), checked
-// against entry table t.
+// entryKeyOf returns the key of map entry msg, checked against entry
+// table t: the last key field, the one a decoder keeps.
 func entryKeyOf(msg []byte, t *trim) ([]byte, error) {
 	k := t.field(entryKey)
+	var key []byte
 	for len(msg) > 0 {
 		f, rest, err := nextField(msg)
 		if err != nil {
@@ -256,10 +257,10 @@ func entryKeyOf(msg []byte, t *trim) ([]byte, error) {
 			if err := k.check(f); err != nil {
 				return nil, err
 			}
-			return f.val, nil
+			key = f.val
 		}
 	}
-	return nil, nil
+	return key, nil
 }
 
 // messageOf returns the trim keeping fields of the message that Go type
