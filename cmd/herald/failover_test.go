@@ -129,12 +129,18 @@ sinks:
 }
 
 // start launches one more replica.
-func (h *loadHarness) start(extra ...string) *replica {
+func (h *loadHarness) start(extra ...string) *replica { return h.startEnv(nil, extra...) }
+
+// startEnv launches one more replica with env added to its environment.
+func (h *loadHarness) startEnv(env []string, extra ...string) *replica {
 	r := &replica{log: filepath.Join(h.dir, fmt.Sprintf("herald-%d.log", len(h.replicas)))}
 	logFile, _ := os.Create(r.log)
 	args := append([]string{"run", "--config", h.cfg, "--kubeconfig", h.kc, "--metrics-addr", "127.0.0.1:0"}, h.args...)
 	r.cmd = exec.Command(h.bin, append(args, extra...)...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	if env != nil {
+		r.cmd.Env = append(os.Environ(), env...)
+	}
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
 		h.t.Fatal(err)

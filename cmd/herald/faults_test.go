@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -227,90 +226,6 @@ func TestEtcdOutage(t *testing.T) {
 		notReadyAfter.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond), r.cmd.Process.Pid, strings.Contains(r.logs(), "starting over"))
 }
 
-// cutProxy forwards TCP connections to an upstream address until cut,
-// which closes every connection and refuses new ones until restore.
-type cutProxy struct {
-	t        *testing.T
-	addr, to string
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    []net.Conn
-}
-
-func newCutProxy(t *testing.T, to string) *cutProxy {
-	p := &cutProxy{t: t, to: to}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *cutProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.to)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { copyAndClose(up, c) }()
-			go func() { copyAndClose(c, up) }()
-		}
-	}()
-}
-
-func copyAndClose(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	dst.Close()
-	src.Close()
-}
-
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *cutProxy) restore() {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.serve(ln)
-}
-
 // ledgerSettled waits until the ledger records no pending delivery.
 func ledgerSettled(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
@@ -353,7 +268,7 @@ func TestExpiredWatchListsAgain(t *testing.T) {
 		setStatus(t, h.client, fmt.Sprintf("w-%02d", i), ready, 0)
 	}
 	// herald reaches the API server only through the proxy.
-	proxy := newCutProxy(t, strings.TrimPrefix(h.env.Config.Host, "https://"))
+	proxy := newFaultProxy(t, strings.TrimPrefix(h.env.Config.Host, "https://"))
 	viaProxy := *h.env
 	viaProxy.Config = rest.CopyConfig(h.env.Config)
 	viaProxy.Config.Host = "https://" + proxy.addr
