@@ -209,65 +209,91 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
-// plain marks the ASCII bytes a JSON string holds as they are.
-var plain = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+// jsonEscapes holds, for each ASCII byte, what a JSON string holds in
+// its place, or "" where the byte stands for itself. RFC 8259 §7 requires
+// the quotation mark, the reverse solidus and U+0000–U+001F to be escaped
+// (two-character forms where it has them, \u00XX otherwise); encoding/json
+// also escapes <, > and & (json.Marshal's HTMLEscape), and so does this
+// table, so that the bytes are json.Marshal's.
+var jsonEscapes = func() (t [utf8.RuneSelf]string) {
+	for c := range 0x20 {
+		t[c] = fmt.Sprintf(`\u%04x`, c)
+	}
+	short := map[byte]string{'\b': `\b`, '\t': `\t`, '\n': `\n`, '\f': `\f`, '\r': `\r`, '"': `\"`, '\\': `\\`,
+		'<': `\u003c`, '>': `\u003e`, '&': `\u0026`}
+	for c, e := range short {
+		t[c] = e
 	}
 	return t
 }()
 
-// appendString appends s as a JSON string the way encoding/json writes
-// it: HTML's <, > and & escaped, invalid UTF-8 replaced by U+FFFD, and
-// U+2028 and U+2029 escaped (JavaScript reads them as line ends).
+// appendString appends s as json.Marshal writes a string: quoted, with
+// jsonEscapes' replacements, each byte that begins no valid UTF-8
+// sequence written as \ufffd (the replacement character), and U+2028 and
+// U+2029 escaped (JavaScript reads them as line ends). Everything else,
+// valid multibyte sequences included, is copied as it is. s is taken as
+// alternating runs: bytes copied as they are, then bytes replaced.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if plain[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
+	for {
+		n := literalPrefix(s)
+		b = append(b, s[:n]...)
+		if n == len(s) {
+			return append(b, '"')
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
+		b, s = appendEscapes(b, s[n:])
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+}
+
+// appendEscapes appends the replacements for the bytes s begins with, up
+// to the first one that stands for itself, and returns the rest of s.
+func appendEscapes(b []byte, s string) ([]byte, string) {
+	for s != "" {
+		if c := s[0]; c < utf8.RuneSelf {
+			e := jsonEscapes[c]
+			if e == "" {
+				break
+			}
+			b = append(b, e...)
+			s = s[1:]
+			continue
+		}
+		r, width := utf8.DecodeRuneInString(s)
+		var e string
+		switch {
+		case width == 1: // not UTF-8
+			e = `\ufffd`
+		case r == '\u2028':
+			e = `\u2028`
+		case r == '\u2029':
+			e = `\u2029`
+		default:
+			return b, s
+		}
+		b = append(b, e...)
+		s = s[width:]
+	}
+	return b, s
+}
+
+// literalPrefix returns how many of s's leading bytes appendString copies
+// unchanged: ASCII without an entry in jsonEscapes, and whole valid UTF-8
+// sequences other than U+2028 and U+2029.
+func literalPrefix(s string) int {
+	n := 0
+	for n < len(s) {
+		if s[n] < utf8.RuneSelf {
+			if jsonEscapes[s[n]] != "" {
+				break
+			}
+			n++
+			continue
+		}
+		r, width := utf8.DecodeRuneInString(s[n:])
+		if width == 1 || r == '\u2028' || r == '\u2029' {
+			break
+		}
+		n += width
+	}
+	return n
 }

@@ -119,3 +119,37 @@ func BenchmarkPayloadJSON(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAppendJSONAwkward: payloads whose strings need escaping
+// throughout (awkwardPayloads), into one reused buffer.
+func BenchmarkAppendJSONAwkward(b *testing.B) {
+	payloads := awkwardPayloads(2, 64)
+	b.ReportAllocs()
+	var buf []byte
+	var err error
+	for i := 0; b.Loop(); i++ {
+		if buf, err = payloads[i%len(payloads)].AppendJSON(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzAppendStringIsEncodingJSON: any string, invalid UTF-8 included, is
+// written with exactly json.Marshal's bytes, after what b already holds.
+func FuzzAppendStringIsEncodingJSON(f *testing.F) {
+	for _, s := range awkward {
+		f.Add(s)
+	}
+	f.Add(strings.Join(awkward, ""))
+	f.Add("container app exited 137 (OOMKilled) <5 times>")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := appendString([]byte("x:"), s)
+		if string(got[:2]) != "x:" || !bytes.Equal(got[2:], want) {
+			t.Fatalf("appendString(%q):\n got %s\nwant x:%s", s, got, want)
+		}
+	})
+}
