@@ -23,6 +23,7 @@ type Config struct {
 	Rules     []Rule    `yaml:"rules"`
 	Sinks     []Sink    `yaml:"sinks"`
 	Inhibit   Inhibit   `yaml:"inhibit"`
+	Silences  Silences  `yaml:"silences"`
 
 	file  string
 	pos   positions

@@ -37,6 +37,7 @@ func (c *Config) validate() Errors {
 	}
 	c.Context.validate(add)
 	c.validateInhibit(add)
+	c.validateSilences(add)
 	if s := *c.Incidents.Flapping.Starts; s < 0 || s == 1 {
 		add("incidents.flapping.starts", "must be 2 or more (or 0 to turn flap damping off), got %d", s)
 	}
