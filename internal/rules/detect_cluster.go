@@ -181,13 +181,17 @@ func detectPVCPending(obj runtime.Object, _ Params, _ time.Time) ([]Detection, e
 // detectWarningEvents fires for Warning events (of the configured
 // reasons) seen at least threshold times, counting every occurrence of an
 // event series, while the last one is within the window. The finding is
-// about the event's regarding object.
+// about the event's regarding object, when it is believed (regarding.go):
+// an Event cannot speak for another namespace.
 func detectWarningEvents(obj runtime.Object, p Params, now time.Time) ([]Detection, error) {
 	ev, ok := obj.(*eventsv1.Event)
 	if !ok {
 		return nil, fmt.Errorf("event detector got %T", obj)
 	}
 	if ev.Type != corev1.EventTypeWarning || (len(p.Reasons) > 0 && !contains(p.Reasons, ev.Reason)) {
+		return nil, nil
+	}
+	if distrust(ev, p.customKinds) != "" {
 		return nil, nil
 	}
 	count, last := 1, ev.EventTime.Time

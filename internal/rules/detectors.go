@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Detection is what a detector reports; Evaluate adds the rule's data.
@@ -39,6 +40,11 @@ type Params struct {
 	Settle time.Duration
 	// Except: termination reasons left to another rule (crashloop).
 	Except []string
+	// aboutRegarding: the detector's findings are about an Event's
+	// regarding object (warning-events); customKinds are the kinds
+	// outside the built-in table such an object may be (regarding.go).
+	aboutRegarding bool
+	customKinds    []schema.GroupKind
 }
 
 // Detector inspects one object and reports its problems.
@@ -50,6 +56,7 @@ type detectorSpec struct {
 	defaultThreshold int
 	defaultWindow    time.Duration
 	defaultSettle    time.Duration
+	aboutRegarding   bool
 }
 
 // withDefaults fills in the detector's defaults; settle is the rule's
@@ -66,6 +73,7 @@ func (p Params) withDefaults(s detectorSpec, settle *time.Duration) Params {
 	} else {
 		p.Settle = *settle
 	}
+	p.aboutRegarding = s.aboutRegarding
 	return p
 }
 
@@ -98,7 +106,7 @@ var detectors = map[string]map[string]detectorSpec{
 		"node-pressure":  {detect: detectNodePressure},
 	},
 	"PersistentVolumeClaim": {"pvc-pending": {detect: detectPVCPending, defaultFor: 5 * time.Minute}},
-	"Event":                 {"warning-events": {detect: detectWarningEvents, defaultThreshold: 1, defaultWindow: 15 * time.Minute}},
+	"Event":                 {"warning-events": {detect: detectWarningEvents, defaultThreshold: 1, defaultWindow: 15 * time.Minute, aboutRegarding: true}},
 }
 
 // Detectors lists the built-in detector names of kind (for docs and tests).

@@ -109,6 +109,8 @@ type Set struct {
 	needsNamespaces bool
 	// groups is true when some rule groups by workload.
 	groups bool
+	// ignored is told of Events whose regarding object is not believed.
+	ignored IgnoredEvent
 }
 
 // Compile checks and compiles the configured rules: kinds, detectors, CEL
@@ -134,6 +136,7 @@ func Compile(cfg *config.Config) (*Set, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	set.trustCustomKinds()
 	return set, nil
 }
 
@@ -302,8 +305,12 @@ func (s *Set) Evaluate(kind string, obj runtime.Object, now time.Time, nsLabels 
 		ref: ObjectRef{Kind: kindName(kind), Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}}
 	var findings []Finding
 	var errs []RuleError
+	var regarding regardingCheck
 	for _, r := range s.byKind[kind] {
 		if !r.inScope(m, nsLabels) {
+			continue
+		}
+		if r.params.aboutRegarding && regarding.distrusted(s, obj) {
 			continue
 		}
 		found, err := r.evaluate(in)
