@@ -15,6 +15,7 @@ import (
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/handlers"
+	"github.com/herald-k8s/herald/internal/rules"
 )
 
 // reloader watches the configuration file (a mounted ConfigMap changes
@@ -34,6 +35,9 @@ type reloader struct {
 	// applied is told of each configuration put in force (inhibitions
 	// and maintenance windows follow it); nil: nothing to tell.
 	applied func(*config.Config)
+	// compiled is given each new rule set before it is put in force
+	// (hooks the set reports to); nil: nothing to give.
+	compiled func(*rules.Set)
 }
 
 func newReloader(path string, interval time.Duration, cfg *config.Config, ctrl *handlers.Controller, logger *slog.Logger, reg prometheus.Registerer) *reloader {
@@ -78,6 +82,9 @@ func (r *reloader) apply() error {
 	cfg, set, err := loadConfig(r.path)
 	if err != nil {
 		return err
+	}
+	if r.compiled != nil {
+		r.compiled(set)
 	}
 	var needRestart []string
 	if cfg.Workers != r.current.Workers {

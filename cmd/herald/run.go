@@ -75,6 +75,8 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	reg := prometheus.NewRegistry()
+	ignoredEvents := newIgnoredEvents(reg, logger)
+	ignoredEvents.install(ruleSet)
 	muter := silence.NewMuter(*namespace, logger)
 	muter.Configure(cfg)
 	tracker := newTracker(cfg.Incidents, reg, muter, logger)
@@ -196,6 +198,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 			return nil
 		}
 		r.applied = muter.Configure
+		r.compiled = ignoredEvents.install
 		go r.run(ctx)
 	}
 
