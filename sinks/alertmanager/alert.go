@@ -28,7 +28,10 @@ const maxAnnotation = 4 << 10
 // never change while the incident is open (Alertmanager identifies an
 // alert by them): the reason as alertname, severity, where, the rule,
 // the cluster, then the sink's and the rule's own labels, which cannot
-// replace herald's. An open incident has no end: Alertmanager resolves it
+// replace herald's, and last the object's, which replaces nothing: its
+// name comes from the object (an Event's regarding kind is whatever its
+// author wrote), so a kind of "Severity" or "Team" must not re-route the
+// alert. An open incident has no end: Alertmanager resolves it
 // resolve_timeout after the last post, which the refresh keeps away; a
 // resolved one ends when herald saw it resolve.
 func (s *Sink) alert(n incident.Notification) Alert {
@@ -47,10 +50,14 @@ func (s *Sink) alert(n incident.Notification) Alert {
 	}
 	set("severity", inc.Severity)
 	set("namespace", inc.Object.Namespace)
-	set(strings.ToLower(inc.Object.Kind), inc.Object.Name)
 	set("container", inc.Container)
 	set("rule", inc.Rule)
 	set("cluster", s.opts.ClusterName)
+	if k, v := objectLabel(inc.Object.Kind, inc.Object.Name); v != "" {
+		if _, taken := labels[k]; !taken {
+			labels[k] = v
+		}
+	}
 
 	annotations := map[string]string{}
 	note := func(k, v string) {
@@ -77,6 +84,22 @@ func (s *Sink) alert(n incident.Notification) Alert {
 		}
 	}
 	return a
+}
+
+// objectLabel is the label that names the incident's object: the kind,
+// lower-case, for the kinds herald knows (pod="api-1"), and "object" with
+// kind and name for any other (a custom resource of a CEL rule).
+func objectLabel(kind, name string) (label, value string) {
+	switch kind {
+	case "Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob",
+		"Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "Service",
+		"HorizontalPodAutoscaler", "Ingress":
+		return strings.ToLower(kind), name
+	}
+	if kind == "" || name == "" {
+		return "object", name
+	}
+	return "object", kind + "/" + name
 }
 
 // contextText is the crash context as plain text: the log tail, then the
