@@ -53,17 +53,20 @@ type ConfigMapStore struct {
 	// (it timed out, the connection broke): the next write to the shard
 	// first reads it to learn whether that one was applied.
 	unsure map[string]string
-	// claimed once Claim was called; claimVersion is the claim's
-	// resourceVersion as last read or written, claims its writes.
-	claimed      bool
-	claimVersion string
-	claims       uint64
-	written      map[string]string           // hashed shard name → data last written
-	holds        map[string][]shardEntry     // hashed shard name → what that data holds
-	encoded      map[string]*encodedIncident // incident ID → its JSON at the last write
-	calls        uint64                      // encode calls so far
-	archive      *archive
-	gen          uint64 // generation of the last save, or the newest loaded
+	// The claim (shardwrite.go): claimed once Claim was called; token
+	// names this store in it; claimVersion is its resourceVersion as last
+	// read or written (claimUnsure: a write of unknown outcome since);
+	// claims counts its writes; fenced once this save has touched it.
+	claimed, claimUnsure, fenced bool
+	token, claimVersion          string
+	claims                       uint64
+
+	written map[string]string           // hashed shard name → data last written
+	holds   map[string][]shardEntry     // hashed shard name → what that data holds
+	encoded map[string]*encodedIncident // incident ID → its JSON at the last write
+	calls   uint64                      // encode calls so far
+	archive *archive
+	gen     uint64 // generation of the last save, or the newest loaded
 }
 
 // NewConfigMapStore makes a store; nothing is read until Load.
@@ -165,6 +168,7 @@ func decodeShard(data string) (incs []Incident, skipped int, err error) {
 // longer needed.
 func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 	s.gen++
+	s.fenced = false
 	shards, err := s.layout(incs)
 	if err != nil {
 		return err

@@ -52,9 +52,10 @@ func TestConfigMapLedger(t *testing.T) {
 }
 
 // ledgerConditional: two replicas write one ledger, as a deposed leader
-// and its successor do. Once the new leader has written, every write of
-// the old one — a change to a shard, a resharding that deletes one — is
-// refused with ErrConflict, and what the new leader wrote stays.
+// and its successor do. Once the successor has claimed the ledger, every
+// write of the old one — a change to a shard the successor has not
+// written yet, or has, a resharding that creates one and deletes two — is
+// refused with ErrConflict, and what the successor wrote stays.
 func ledgerConditional(t *testing.T, typed *kube.Client) {
 	ctx := context.Background()
 	warn := func(string, ...any) {}
@@ -77,6 +78,10 @@ func ledgerConditional(t *testing.T, typed *kube.Client) {
 	if err := successor.Claim(ctx); err != nil {
 		t.Fatal(err)
 	}
+	changed := func() []Incident { c := realisticIncidents(3000); c[0].Seq, c[0].rev = 9, 99; return c }
+	if err := old.Save(ctx, changed()); !errors.Is(err, ErrConflict) {
+		t.Errorf("the deposed leader's write of a shard its successor loaded but has not written yet: %v, want ErrConflict", err)
+	}
 	for i := range loaded {
 		loaded[i].Seq = 2 // the successor notified every one again
 	}
@@ -87,7 +92,7 @@ func ledgerConditional(t *testing.T, typed *kube.Client) {
 		what string
 		incs []Incident
 	}{
-		{"a changed incident", func() []Incident { c := realisticIncidents(3000); c[0].Seq, c[0].rev = 9, 99; return c }()},
+		{"a changed incident", changed()},
 		{"half the incidents gone (a new shard created, two deleted)", realisticIncidents(100)},
 	} {
 		if err := old.Save(ctx, tc.incs); !errors.Is(err, ErrConflict) {

@@ -7,6 +7,7 @@ package incident
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -31,6 +32,9 @@ func conflict(err error, known bool) bool {
 
 // delete deletes a shard, if it is still as this replica last saw it.
 func (s *ConfigMapStore) delete(ctx context.Context, name, what string) error {
+	if err := s.fence(ctx); err != nil {
+		return err
+	}
 	err := s.client.DeleteConfigMap(ctx, s.namespace, name, s.versions[name])
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting %s %s/%s: %w", what, s.namespace, name, ErrConflict)
@@ -52,12 +56,10 @@ func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
 	if err := s.settle(ctx, name); err != nil {
 		return err
 	}
-	rv, known := s.versions[name]
-	if !known && s.claimed {
-		if err := s.touchClaim(ctx); err != nil {
-			return err
-		}
+	if err := s.fence(ctx); err != nil {
+		return err
 	}
+	rv, known := s.versions[name]
 	var err error
 	if known {
 		cm.ResourceVersion = rv
@@ -103,18 +105,24 @@ func (s *ConfigMapStore) settle(ctx context.Context, name string) error {
 	return nil
 }
 
-// A shard's creation cannot be conditional on a resourceVersion, so the
-// ledger has a fencing token besides its shards: the ConfigMap
-// <name>-claim, which each leader writes when it takes the ledger over
-// (Claim) and, conditionally on the resourceVersion it wrote, again before
-// a save that creates a shard. A deposed leader's save then fails at the
-// claim, before it creates anything.
+// The ledger's fencing token: the ConfigMap <name>-claim, which each
+// leader writes when it takes the ledger over (Claim) and, conditionally
+// on the resourceVersion it wrote, again before the first write of every
+// save. A shard's creation cannot be conditional on a resourceVersion, and
+// a shard the new leader has not written yet still has the version the
+// old one knows; the claim is what makes a deposed leader's save fail
+// before it writes anything. (Not atomic with the shards: a save already
+// past its claim when the successor claims can still land; the fence in
+// time — docs/operations.md — is what keeps that from happening.)
 
 // Claim makes this store the ledger's only writer: from now on, writes of
 // any store that claimed it before fail with ErrConflict. The leader calls
 // it once it has loaded the ledger; readers (herald incidents) never do.
 func (s *ConfigMapStore) Claim(ctx context.Context) error {
-	s.claimed = true
+	s.claimed, s.claimUnsure = true, false
+	if s.token == "" {
+		s.token = rand.Text()
+	}
 	cm, err := s.client.GetConfigMap(ctx, s.namespace, s.claimName())
 	switch {
 	case apierrors.IsNotFound(err):
@@ -127,19 +135,46 @@ func (s *ConfigMapStore) Claim(ctx context.Context) error {
 	return s.touchClaim(ctx)
 }
 
-// touchClaim writes the claim, conditionally on the version this store
-// last wrote or read.
+// fence touches the claim once per save, before its first write.
+func (s *ConfigMapStore) fence(ctx context.Context) error {
+	if !s.claimed || s.fenced {
+		return nil
+	}
+	if err := s.touchClaim(ctx); err != nil {
+		return err
+	}
+	s.fenced = true
+	return nil
+}
+
+// touchClaim writes the claim, naming this store, conditionally on the
+// version this store last wrote or read.
 func (s *ConfigMapStore) touchClaim(ctx context.Context) error {
+	if s.claimUnsure {
+		// The last write's outcome is unknown: the claim is still this
+		// store's only if it names it.
+		cm, err := s.client.GetConfigMap(ctx, s.namespace, s.claimName())
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
+		}
+		if err != nil || cm.Data["holder"] != s.token {
+			return fmt.Errorf("the ledger's claim %s/%s names another writer: %w", s.namespace, s.claimName(), ErrConflict)
+		}
+		s.claimVersion, s.claimUnsure = cm.ResourceVersion, false
+	}
 	s.claims++
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: s.claimName(), Namespace: s.namespace, ResourceVersion: s.claimVersion,
 			Labels: map[string]string{"herald.io/ledger-claim": s.name, "app.kubernetes.io/managed-by": "herald"}},
-		Data: map[string]string{"writes": strconv.FormatUint(s.claims, 10)},
+		Data: map[string]string{"holder": s.token, "writes": strconv.FormatUint(s.claims, 10)},
 	}
 	var err error
 	known := s.claimVersion != ""
 	if known {
-		s.claimVersion, err = s.client.UpdateConfigMap(ctx, cm)
+		var rv string
+		if rv, err = s.client.UpdateConfigMap(ctx, cm); err == nil {
+			s.claimVersion = rv
+		}
 	} else {
 		var created *corev1.ConfigMap
 		if created, err = s.client.CreateConfigMap(ctx, cm); err == nil {
@@ -150,8 +185,7 @@ func (s *ConfigMapStore) touchClaim(ctx context.Context) error {
 		return fmt.Errorf("writing the ledger's claim %s/%s: %w", s.namespace, s.claimName(), ErrConflict)
 	}
 	if err != nil {
-		// Unknown whether it was applied: claim afresh next time.
-		s.claimVersion = ""
+		s.claimUnsure = true
 		return fmt.Errorf("writing the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
 	}
 	return nil
