@@ -68,6 +68,10 @@ type Incidents struct {
 	Retention time.Duration `yaml:"retention"`
 	// LedgerName prefixes the ledger's ConfigMaps (default herald-ledger).
 	LedgerName string `yaml:"ledgerName"`
+	// MaxOpenPerNamespace caps the open incidents of one namespace;
+	// problems beyond it are counted in one "too many incidents in
+	// namespace X" incident (default 500; 0: no cap).
+	MaxOpenPerNamespace *int `yaml:"maxOpenPerNamespace"`
 }
 
 // Flapping: an incident whose problem started Starts times within Window
@@ -195,6 +199,7 @@ const (
 	DefaultFlapStarts     = 3
 	DefaultFlapWindow     = 10 * time.Minute
 	DefaultFlapQuiet      = 10 * time.Minute
+	DefaultMaxOpenPerNS   = 500
 )
 
 // Load reads, decodes, defaults and validates the file at path. The error,
@@ -315,6 +320,7 @@ func (c *Config) applyDefaults() {
 	inc.ResolveHoldDown = orDefault(inc.ResolveHoldDown, DefaultHoldDown)
 	inc.UpdateInterval = orDefault(inc.UpdateInterval, DefaultUpdateInterval)
 	inc.Flapping.Starts = orDefault(inc.Flapping.Starts, DefaultFlapStarts)
+	inc.MaxOpenPerNamespace = orDefault(inc.MaxOpenPerNamespace, DefaultMaxOpenPerNS)
 	if inc.Flapping.Window == 0 {
 		inc.Flapping.Window = DefaultFlapWindow
 	}

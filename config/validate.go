@@ -41,6 +41,9 @@ func (c *Config) validate() Errors {
 	if s := *c.Incidents.Flapping.Starts; s < 0 || s == 1 {
 		add("incidents.flapping.starts", "must be 2 or more (or 0 to turn flap damping off), got %d", s)
 	}
+	if n := *c.Incidents.MaxOpenPerNamespace; n < 0 {
+		add("incidents.maxOpenPerNamespace", "must be 0 (no cap) or more, got %d", n)
+	}
 	if !nameRE.MatchString(c.Incidents.LedgerName) || len(c.Incidents.LedgerName) > 40 {
 		add("incidents.ledgerName", "%q is not a valid ConfigMap name prefix (lower-case letters, digits, '-'; at most 40)", c.Incidents.LedgerName)
 	}

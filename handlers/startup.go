@@ -51,6 +51,9 @@ func (c *Controller) startupReconcile(ctx context.Context) error {
 		}
 		notes = append(notes, c.track(k, a)...)
 	}
+	// Every object has been seen: members restored from the ledger and
+	// not seen again are gone.
+	notes = append(notes, c.Incidents.MembersSeen()...)
 	mode := "changes"
 	if c.FirstStart {
 		mode = c.Startup

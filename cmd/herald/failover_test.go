@@ -115,8 +115,9 @@ func newLoadHarnessWith(t *testing.T, opts harnessOptions) *loadHarness {
 	h.cfg = filepath.Join(h.dir, "herald.yaml")
 	os.WriteFile(h.cfg, []byte(fmt.Sprintf(`
 # The load counts every crash and every recovery as a transition to
-# deliver: the damping that merges them (docs/incidents.md) is off.
-incidents: {startup: notify, resolveHoldDown: 0s, flapping: {starts: 0}}
+# deliver: the damping that merges them (docs/incidents.md) is off, and
+# so is the cap on a namespace's open incidents (storms of 2,000 pods).
+incidents: {startup: notify, resolveHoldDown: 0s, flapping: {starts: 0}, maxOpenPerNamespace: 0}
 rules:
   - {name: pod-crashloop, kind: Pod, detector: crashloop, restartStep: -1, settle: 0s, sinks: [hook]}
 sinks:

@@ -107,7 +107,7 @@ func openIncidents(incs []incident.Incident) []openIncident {
 			Container: inc.Container, Since: inc.FirstSeen, LastNotified: inc.LastNotified,
 			LastTransition: string(inc.LastTransition), Seq: inc.Seq, Flapping: inc.Flapping, Resolving: !inc.ResolvingSince.IsZero()}
 		if inc.Grouped {
-			o.Pods = fmt.Sprintf("%d/%d", len(inc.Members), inc.Total)
+			o.Pods = fmt.Sprintf("%d/%d", max(inc.MemberCount, len(inc.Members)), inc.Total)
 		}
 		if !inc.HeldUntil.IsZero() {
 			o.HeldUntil = &inc.HeldUntil

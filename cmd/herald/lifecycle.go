@@ -31,6 +31,8 @@ func newTracker(cfg config.Incidents, reg prometheus.Registerer, muter *silence.
 		Coalesced:   func(rule string) { coalesced.WithLabelValues(rule).Inc() },
 		Muter:       muter,
 		MuteVersion: muter.Version,
+		// Problems beyond it are counted in one overflow incident.
+		MaxOpenPerNamespace: *cfg.MaxOpenPerNamespace,
 		Muted: func(inc *incident.Incident, tr incident.Transition, m incident.Mute) {
 			silenced.WithLabelValues(inc.Rule).Inc()
 			logger.Debug("notification muted", "rule", inc.Rule, "incident", inc.ID, "transition", tr, "by", m.By, "until", m.Until)

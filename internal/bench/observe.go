@@ -122,8 +122,9 @@ func awaitComplete(o *observer, timeout time.Duration) {
 func heraldConfig(url string) string {
 	return fmt.Sprintf(`# herald-bench: one crash-loop rule, one webhook. The bench measures the
 # delivery of every crash and every recovery, so the damping that merges
-# them (settle time, hold-down, flap damping; docs/incidents.md) is off.
-incidents: {startup: silent, resolveHoldDown: 0s, flapping: {starts: 0}}
+# them (settle time, hold-down, flap damping; docs/incidents.md) is off,
+# and so is the cap on a namespace's open incidents (one storm is 10,000).
+incidents: {startup: silent, resolveHoldDown: 0s, flapping: {starts: 0}, maxOpenPerNamespace: 0}
 rules:
   - name: pod-crashloop
     kind: Pod

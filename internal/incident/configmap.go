@@ -282,7 +282,7 @@ func (s *ConfigMapStore) encode(incs []Incident) ([]*encodedIncident, error) {
 			s.encoded[inc.ID] = e
 		}
 		if e.json == nil || e.rev != inc.rev {
-			b, err := json.Marshal(inc)
+			b, err := encodeForLedger(&incs[i])
 			if err != nil {
 				return nil, err
 			}

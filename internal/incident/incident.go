@@ -61,10 +61,13 @@ type Incident struct {
 	Seq            int        `json:"seq"`
 	LastNotified   time.Time  `json:"notified"`
 	LastTransition Transition `json:"lastTr,omitempty"`
-	// Members are the object keys that have the problem now: one for a
-	// plain incident, the affected pods for a grouped one.
-	Members []string `json:"members,omitempty"`
-	Grouped bool     `json:"grouped,omitempty"`
+	// Members are object keys that have the problem now, sorted: the
+	// one object of a plain incident; of a grouped one (the affected
+	// pods), the first MaxMemberSample (members.go). MemberCount is how
+	// many have it.
+	Members     []string `json:"members,omitempty"`
+	MemberCount int      `json:"count,omitempty"`
+	Grouped     bool     `json:"grouped,omitempty"`
 	// Total is the pod count of a grouped incident's workload.
 	Total int `json:"total,omitempty"`
 	// NotifiedMembers and NotifiedRestarts are what the last notification
@@ -115,6 +118,11 @@ type Incident struct {
 	NoLogs    bool `json:"noLogs,omitempty"`
 	// RunbookURL is the rule's link for this problem.
 	RunbookURL string `json:"runbook,omitempty"`
+
+	// members is every member (in memory only); unseen counts members
+	// restored from the ledger and not seen since (members.go).
+	members map[string]struct{}
+	unseen  int
 
 	repeat      time.Duration
 	restartStep int

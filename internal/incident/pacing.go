@@ -94,7 +94,7 @@ func material(inc *Incident) bool {
 		return true
 	}
 	if inc.Grouped {
-		return len(inc.Members) != inc.NotifiedMembers
+		return inc.MemberCount != inc.NotifiedMembers
 	}
 	return restarts(inc.Facts) > inc.NotifiedRestarts
 }
@@ -103,8 +103,10 @@ func material(inc *Incident) bool {
 func change(inc *Incident) string {
 	var parts []string
 	switch {
-	case inc.Grouped && len(inc.Members) != inc.NotifiedMembers:
-		parts = append(parts, fmt.Sprintf("%d → %d of %d pods", inc.NotifiedMembers, len(inc.Members), inc.Total))
+	case inc.Rule == OverflowRule && inc.MemberCount != inc.NotifiedMembers:
+		parts = append(parts, fmt.Sprintf("%s → %s held back", Thousands(inc.NotifiedMembers), Thousands(inc.MemberCount)))
+	case inc.Grouped && inc.MemberCount != inc.NotifiedMembers:
+		parts = append(parts, fmt.Sprintf("%d → %d of %d pods", inc.NotifiedMembers, inc.MemberCount, inc.Total))
 	case !inc.Grouped && restarts(inc.Facts) != inc.NotifiedRestarts:
 		parts = append(parts, fmt.Sprintf("restarts %d → %d", inc.NotifiedRestarts, restarts(inc.Facts)))
 	}

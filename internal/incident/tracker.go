@@ -1,9 +1,7 @@
 package incident
 
 import (
-	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -33,6 +31,10 @@ type Options struct {
 	// that may newly mute an announced incident (a silence added, one
 	// starting); nil: never looked for.
 	MuteVersion func(now time.Time) uint64
+	// MaxOpenPerNamespace caps the open incidents of one namespace; a
+	// problem beyond it joins the namespace's overflow incident
+	// (overflow.go). 0: no cap.
+	MaxOpenPerNamespace int
 }
 
 // Tracker holds every incident: open ones, and resolved ones for the
@@ -42,6 +44,8 @@ type Tracker struct {
 
 	mu   sync.Mutex
 	open map[string]*Incident // fingerprint → open incident
+	// openIn counts the open incidents of each namespace (overflow.go).
+	openIn map[string]int
 	// openByReason indexes open by reason → fingerprint (mute.go).
 	openByReason map[string]map[string]*Incident
 	resolved     map[string]*Incident // ID → resolved incident
@@ -79,7 +83,7 @@ func NewTracker(opts Options) *Tracker {
 		opts.Now = time.Now
 	}
 	return &Tracker{
-		opts: opts, open: map[string]*Incident{}, openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
+		opts: opts, open: map[string]*Incident{}, openIn: map[string]int{}, openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
 		byObject: map[string]map[string]bool{}, pending: map[string]map[string]time.Time{},
 		occurrences: map[string]int{}, held: map[string]bool{}, muted: map[string]bool{}, settling: map[string]bool{},
 	}
@@ -132,6 +136,15 @@ func (t *Tracker) reconcile(object string, findings []rules.Finding, gone bool) 
 			soonest(wait)
 			continue
 		}
+		if t.full(f) {
+			ofp, n, ok := t.overflow(object, f, now)
+			seen[ofp] = true
+			soonest(overflowRecheck)
+			if ok {
+				notes = append(notes, n)
+			}
+			continue
+		}
 		if n, ok := t.openIncident(object, fp, f, now); ok {
 			notes = append(notes, n)
 		}
@@ -164,12 +177,11 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 	}
 	t.setSettling(object, inc.Fingerprint, f.Settling)
 	joined := false
-	if !slices.Contains(inc.Members, object) {
+	if !inc.hasMember(object) {
 		if f.Sustaining && inc.Grouped {
 			return Notification{}, false // not newly affected, only not recovered
 		}
-		inc.Members = append(inc.Members, object)
-		slices.Sort(inc.Members)
+		inc.addMember(object)
 		t.index(object, inc.Fingerprint)
 		t.touch(inc)
 		joined = true
@@ -179,10 +191,10 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 	inc.repeat, inc.restartStep, inc.updateEvery, inc.Sinks, inc.Channel = f.Repeat, f.RestartStep, f.UpdateInterval, f.Sinks, f.Channel
 	inc.NoContext, inc.NoLogs, inc.RunbookURL = f.NoContext, f.NoLogs, f.RunbookURL
 	if inc.Grouped {
-		inc.Total = max(f.GroupTotal, len(inc.Members))
+		inc.Total = max(f.GroupTotal, inc.MemberCount)
 	}
 	switch {
-	case inc.Grouped && len(inc.Members) != inc.NotifiedMembers:
+	case inc.Grouped && inc.unseen == 0 && inc.MemberCount != inc.NotifiedMembers:
 		inc.Facts, inc.Text = maps.Clone(f.Facts), f.Text
 		return t.update(inc, now, joined)
 	case !inc.Grouped && inc.restartStep > 0 && restarts(f.Facts)-inc.NotifiedRestarts >= inc.restartStep:
@@ -231,12 +243,13 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 		Fingerprint: fp, Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
 		Object: f.Object, Container: f.Container, Facts: maps.Clone(f.Facts),
 		Title: f.Title, Text: f.Text, Sinks: f.Sinks, FirstSeen: now,
-		Members: []string{object}, repeat: f.Repeat, restartStep: f.RestartStep, updateEvery: f.UpdateInterval, Channel: f.Channel,
+		repeat: f.Repeat, restartStep: f.RestartStep, updateEvery: f.UpdateInterval, Channel: f.Channel,
 		NoContext: f.NoContext, NoLogs: f.NoLogs, RunbookURL: f.RunbookURL,
 	}
 	if f.GroupByWorkload && f.Group != nil {
 		inc.Grouped, inc.Object, inc.Total = true, *f.Group, max(f.GroupTotal, 1)
 	}
+	inc.addMember(object)
 	t.addOpen(inc)
 	t.index(object, fp)
 	t.setSettling(object, fp, f.Settling)
@@ -254,13 +267,21 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 		t.unindex(object, fp)
 		return Notification{}, false
 	}
-	if i := slices.Index(inc.Members, object); i >= 0 {
-		inc.Members = slices.Delete(inc.Members, i, i+1)
+	if inc.removeMember(object) {
 		t.touch(inc)
 	}
-	if len(inc.Members) > 0 {
+	if inc.MemberCount > 0 && len(inc.members) == 0 {
+		// Only members restored from the ledger and not seen yet are
+		// left: the start-up reconcile will tell (MembersSeen). The
+		// object stays indexed, so this incident is looked at again.
+		soonest(unseenRecheck)
+		return Notification{}, false
+	}
+	if inc.MemberCount > 0 {
 		t.unindex(object, fp)
-		if inc.Grouped && len(inc.Members) != inc.NotifiedMembers {
+		// Not while restored members are unseen: MembersSeen says it
+		// all at once.
+		if inc.Grouped && inc.unseen == 0 && inc.MemberCount != inc.NotifiedMembers {
 			return t.update(inc, now, true)
 		}
 		return Notification{}, false
@@ -341,49 +362,4 @@ func (t *Tracker) unindex(object, fp string) {
 	if len(t.byObject[object]) == 0 {
 		delete(t.byObject, object)
 	}
-}
-
-// record makes the incident's next notification and records it as
-// pending for every sink until they accept it. It says all there is to
-// say now, so an update held back is sent with it, or is moot. Callers go
-// through notify (mute.go), which first asks whether it is muted.
-func (t *Tracker) record(inc *Incident, tr Transition, now time.Time, change string) Notification {
-	inc.HeldUntil = time.Time{}
-	delete(t.held, inc.Fingerprint)
-	inc.Seq++
-	inc.LastNotified, inc.LastTransition = now, tr
-	inc.NotifiedMembers = len(inc.Members)
-	inc.NotifiedRestarts = restarts(inc.Facts)
-	inc.NotifiedCovers = inc.Covers
-	if inc.Grouped && tr != Resolved { // resolved: the title says what it was
-		inc.Title = groupTitle(inc)
-	}
-	inc.Pending = append(inc.Pending, Pending{Seq: inc.Seq, Transition: tr, Change: change, Time: now, Sinks: slices.Clone(inc.Sinks)})
-	t.touch(inc)
-	return Notification{Incident: snapshot(inc), Transition: tr, Seq: inc.Seq, Time: now, Change: change}
-}
-
-func groupTitle(inc *Incident) string {
-	title := fmt.Sprintf("%s: %s %s/%s: %d/%d pods", inc.Reason, inc.Object.Kind, inc.Object.Namespace, inc.Object.Name, len(inc.Members), inc.Total)
-	if inc.Container != "" {
-		title += " (container " + inc.Container + ")"
-	}
-	return title
-}
-
-func snapshot(inc *Incident) Incident {
-	s := *inc
-	s.Facts = maps.Clone(inc.Facts)
-	s.Refs = maps.Clone(inc.Refs)
-	s.Members = slices.Clone(inc.Members)
-	s.Sinks = slices.Clone(inc.Sinks)
-	s.Starts = slices.Clone(inc.Starts)
-	s.Pending = nil
-	s.snap = nil
-	return s
-}
-
-func restarts(facts map[string]string) int {
-	n, _ := strconv.Atoi(facts["restartCount"])
-	return n
 }

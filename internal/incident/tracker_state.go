@@ -30,7 +30,7 @@ func (t *Tracker) DropRules(removed map[string]bool) int {
 		if !removed[inc.Rule] {
 			continue
 		}
-		for _, m := range inc.Members {
+		for m := range inc.members {
 			t.unindex(m, fp)
 			t.setSettling(m, fp, false)
 		}
@@ -129,8 +129,9 @@ func (t *Tracker) Restore(incs []Incident) {
 			t.retire(&inc)
 			continue
 		}
+		inc.restoreMembers()
 		t.addOpen(&inc)
-		for _, m := range inc.Members {
+		for m := range inc.members {
 			t.index(m, inc.Fingerprint)
 		}
 		if !inc.HeldUntil.IsZero() {

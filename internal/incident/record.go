@@ -1,0 +1,59 @@
+package incident
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Making a notification: what the incident says, and what the tracker
+// keeps of it until every sink has accepted it.
+
+// record makes the incident's next notification and records it as
+// pending for every sink until they accept it. It says all there is to
+// say now, so an update held back is sent with it, or is moot. Callers go
+// through notify (mute.go), which first asks whether it is muted.
+func (t *Tracker) record(inc *Incident, tr Transition, now time.Time, change string) Notification {
+	inc.HeldUntil = time.Time{}
+	delete(t.held, inc.Fingerprint)
+	inc.Seq++
+	inc.LastNotified, inc.LastTransition = now, tr
+	inc.NotifiedMembers = inc.MemberCount
+	inc.NotifiedRestarts = restarts(inc.Facts)
+	inc.NotifiedCovers = inc.Covers
+	if inc.Grouped && tr != Resolved { // resolved: the title says what it was
+		inc.Title = groupTitle(inc)
+		t.nameMembers(inc)
+	}
+	inc.Pending = append(inc.Pending, Pending{Seq: inc.Seq, Transition: tr, Change: change, Time: now, Sinks: slices.Clone(inc.Sinks)})
+	t.touch(inc)
+	return Notification{Incident: snapshot(inc), Transition: tr, Seq: inc.Seq, Time: now, Change: change}
+}
+
+func groupTitle(inc *Incident) string {
+	title := fmt.Sprintf("%s: %s %s/%s: %d/%d pods", inc.Reason, inc.Object.Kind, inc.Object.Namespace, inc.Object.Name, inc.MemberCount, inc.Total)
+	if inc.Container != "" {
+		title += " (container " + inc.Container + ")"
+	}
+	return title
+}
+
+func snapshot(inc *Incident) Incident {
+	s := *inc
+	s.Facts = maps.Clone(inc.Facts)
+	s.Refs = maps.Clone(inc.Refs)
+	s.Members = slices.Clone(inc.Members)
+	s.members = nil
+	s.Sinks = slices.Clone(inc.Sinks)
+	s.Starts = slices.Clone(inc.Starts)
+	s.Pending = nil
+	s.snap = nil
+	return s
+}
+
+func restarts(facts map[string]string) int {
+	n, _ := strconv.Atoi(facts["restartCount"])
+	return n
+}
