@@ -27,7 +27,7 @@ func contextBlocks(c *incident.Context, now time.Time) []slack.Block {
 		if l.Previous {
 			which = "crashed"
 		}
-		head := fmt.Sprintf("*Last log lines* of the %s `%s` container", which, escape(l.Container))
+		head := fmt.Sprintf("*Last log lines* of the %s `%s` container", which, inline(l.Container))
 		if c.Pod != "" {
 			head += " (pod " + escape(c.Pod) + ")"
 		}
@@ -65,7 +65,7 @@ func contextBlocks(c *incident.Context, now time.Time) []slack.Block {
 func fitCode(head string, lines []string, truncated bool) string {
 	escaped := make([]string, len(lines))
 	for i, l := range lines {
-		escaped[i] = escape(strings.ReplaceAll(l, "```", "'''"))
+		escaped[i] = escape(l)
 	}
 	for {
 		body := strings.Join(escaped, "\n")

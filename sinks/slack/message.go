@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/sinks"
 )
 
 // Slack's limits (Block Kit reference): a header's text 150 characters, a
@@ -67,27 +68,22 @@ func mrkdwn(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 }
 
-// escape keeps Slack from reading user data as markup. (A
-// strings.Replacer made per call cost 50 µs of every message.)
-func escape(s string) string {
-	if !strings.ContainsAny(s, "&<>") {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 16)
-	for _, r := range s {
-		switch r {
-		case '&':
-			b.WriteString("&amp;")
-		case '<':
-			b.WriteString("&lt;")
-		case '>':
-			b.WriteString("&gt;")
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+// escape keeps Slack from reading text from the cluster as markup: no
+// mention (<!channel>, <@U…>), no disguised link (<url|label>), no ```
+// that opens a code block or closes herald's. Every text that reaches
+// mrkdwn passes it, the fallback text and thread replies included (Slack
+// parses those too). Emphasis (*, _, ~) has no escape in mrkdwn; it can
+// bold a word, not mention or link.
+func escape(s string) string { return sinks.SlackEscape(sinks.Unfence(s)) }
+
+// inline is s inside an inline `span`: no backtick may end it early.
+func inline(s string) string { return escape(strings.ReplaceAll(s, "`", "'")) }
+
+// link is a Slack link to url with a label of herald's: the URL (a
+// rule's template may put object data in it) can neither end the link
+// nor replace the label.
+func link(url, label string) string {
+	return "<" + escape(strings.ReplaceAll(url, "|", "%7C")) + "|" + label + ">"
 }
 
 // Render builds the message for one notification: what the incident is
@@ -103,7 +99,7 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 	var fields []*slack.TextBlockObject
 	field := func(label, value string) {
 		if value != "" && len(fields) < maxFields {
-			fields = append(fields, mrkdwn(truncate(fmt.Sprintf("*%s*\n%s", label, escape(value)), maxField)))
+			fields = append(fields, mrkdwn(truncate(fmt.Sprintf("*%s*\n%s", escape(label), escape(value)), maxField)))
 		}
 	}
 	obj := inc.Object.Name
@@ -146,14 +142,14 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 	}
 	blocks = append(blocks, contextBlocks(n.Context, now)...)
 	if u := inc.RunbookURL; u != "" && n.Transition != incident.Resolved {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":book: <"+escape(u)+"|Runbook>", maxSection))))
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":book: "+link(u, "Runbook"), maxSection))))
 	}
 	if hint := kubectlHint(inc); hint != "" && n.Transition != incident.Resolved {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(hint, maxSection))))
 	}
 	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("herald · rule `%s` · %s · %s", inc.Rule, n.Transition, n.ID()))))
 	return Message{
-		Text:     truncate(emoji(n)+" "+state+inc.Title, maxSection),
+		Text:     truncate(emoji(n)+" "+state+escape(inc.Title), maxSection),
 		Blocks:   blocks,
 		Metadata: slack.SlackMetadata{EventType: metadataType, EventPayload: map[string]any{"ids": []any{n.ID()}, "transition": string(n.Transition)}},
 	}
@@ -162,13 +158,14 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 // kubectlHint suggests the first command an operator would run.
 func kubectlHint(inc incident.Incident) string {
 	o := inc.Object
+	o.Kind, o.Namespace, o.Name = inline(o.Kind), inline(o.Namespace), inline(o.Name)
 	ns := ""
 	if o.Namespace != "" {
 		ns = " -n " + o.Namespace
 	}
 	switch {
 	case o.Kind == "Pod" && inc.Container != "" && (inc.Reason == "CrashLoopBackOff" || inc.Reason == "OOMKilled" || inc.Reason == "Restarting"):
-		return fmt.Sprintf("`kubectl logs%s %s -c %s --previous`", ns, o.Name, inc.Container)
+		return fmt.Sprintf("`kubectl logs%s %s -c %s --previous`", ns, o.Name, inline(inc.Container))
 	case o.Kind != "" && o.Name != "":
 		return fmt.Sprintf("`kubectl describe%s %s %s`", ns, strings.ToLower(o.Kind), o.Name)
 	}
@@ -189,7 +186,7 @@ func ThreadNote(n incident.Notification, now time.Time) string {
 	if n.Change != "" {
 		return truncate(":arrows_counterclockwise: "+escape(n.Change)+" · "+escape(n.Incident.Text), maxSection)
 	}
-	return ":arrows_counterclockwise: " + n.Incident.Text
+	return truncate(":arrows_counterclockwise: "+escape(n.Incident.Text), maxSection)
 }
 
 // RenderDigest lists many notifications in one message, within Slack's
