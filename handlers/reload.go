@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/watcher"
 )
 
 // Rules changed at run time (a configuration reload): informers made or
@@ -38,7 +39,8 @@ func (c *Controller) Reload(set *rules.Set) error {
 	var added []string
 	for _, kind := range set.Kinds() {
 		isNew := !slices.Contains(old.Kinds(), kind)
-		if kind == "Pod" && podsWhole && !isNew {
+		if !isNew && (kind == "Pod" && podsWhole || !c.keepsEnough(kind, set)) {
+			// The cache dropped what the new rules read: it lists again.
 			// Workers wait for the new cache (ErrNotSynced).
 			c.Watcher.Remove(kind)
 			isNew = true
@@ -111,4 +113,16 @@ func (c *Controller) retryLateKinds(ctx context.Context, interval time.Duration)
 // keepsNamespaces says whether the Namespace cache is needed under set.
 func (c *Controller) keepsNamespaces(set *rules.Set) bool {
 	return set.NeedsNamespaces() || c.RouteByNamespace || c.Namespaces
+}
+
+// keepFor is what the cache of kind keeps under set (watcher.Keep).
+func keepFor(set *rules.Set, kind string) watcher.Keep {
+	keys, all := set.AnnotationsRead(kind)
+	return watcher.Keep{Whole: set.NeedsWholeObject(kind), Annotations: keys, AllAnnotations: all}
+}
+
+// keepsEnough reports whether kind's cache holds what set's rules read.
+func (c *Controller) keepsEnough(kind string, set *rules.Set) bool {
+	kept, ok := c.Watcher.Keeps(kind)
+	return !ok || kept.Covers(keepFor(set, kind))
 }

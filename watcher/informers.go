@@ -24,6 +24,7 @@ import (
 type kindWatch struct {
 	inf     cache.SharedIndexInformer
 	compact bool               // objects are cached as CompactPod
+	keep    Keep               // what the transform keeps (keep.go)
 	cancel  context.CancelFunc // set once started
 	done    chan struct{}      // closed once a started informer has stopped
 }
@@ -51,7 +52,8 @@ type Builtin interface {
 func (w *Watcher) newKindWatch(kind string) (*kindWatch, error) {
 	kw := &kindWatch{}
 	options := cache.SharedIndexInformerOptions{ResyncPeriod: w.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
-	transform := StripUnread
+	kw.keep = w.keepFor(kind)
+	transform := kw.keep.transform
 	if gvr, ok := Resource(kind); ok {
 		var lw cache.ListerWatcher
 		var example runtime.Object

@@ -87,7 +87,9 @@ type Watcher struct {
 	// compact says whether a kind may be cached compact (CompactPod);
 	// nil: every object is cached whole.
 	compact func(kind string) bool
-	intern  *interner
+	// keep says what a kind's cache keeps (keep.go); nil: KeepAll.
+	keep   func(kind string) Keep
+	intern *interner
 	// handlersSynced are event handlers (outside the watcher) whose
 	// state must be complete before herald reconciles: the silences.
 	handlersSynced []cache.InformerSynced

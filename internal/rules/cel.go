@@ -38,6 +38,7 @@ type celIssue struct {
 
 type condition struct {
 	program cel.Program
+	source  string // what annotations it reads (annotations.go)
 }
 
 // compile parses and type-checks expr; it must yield a bool.
@@ -57,7 +58,7 @@ func (e *celEnv) compile(expr string) (*condition, []celIssue) {
 	if err != nil {
 		return nil, []celIssue{{line: 1, col: 0, msg: "CEL: " + err.Error()}}
 	}
-	return &condition{program: prg}, nil
+	return &condition{program: prg, source: expr}, nil
 }
 
 // eval runs the condition on one object.

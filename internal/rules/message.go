@@ -55,6 +55,7 @@ type TemplateData struct {
 type message struct {
 	title, text, runbook *template.Template
 	needsObject          bool
+	source               string // the templates, for annotations.go
 }
 
 type templateError struct {
@@ -63,7 +64,7 @@ type templateError struct {
 }
 
 func compileMessage(m config.Message, runbookURL string) (*message, []templateError) {
-	msg := &message{needsObject: strings.Contains(m.Title+m.Text+runbookURL, ".Object")}
+	msg := &message{needsObject: strings.Contains(m.Title+m.Text+runbookURL, ".Object"), source: joinSources(m.Title, m.Text, runbookURL)}
 	var errs []templateError
 	// missingkey=zero: a fact the finding lacks renders as empty. (A
 	// missing key of .Object, whose values are interfaces, still renders
