@@ -45,7 +45,7 @@ func card(n incident.Notification, cluster string, level detail) map[string]any 
 	}
 	var actions []any
 	if n.Transition == incident.Digest {
-		text(clip(sinks.DigestTitle(n), maxTitle), map[string]any{"weight": "Bolder", "size": "Medium"})
+		text(escape(clip(sinks.DigestTitle(n), maxTitle)), map[string]any{"weight": "Bolder", "size": "Medium"})
 		var lines []string
 		for i, d := range n.Digest {
 			if i == maxDigest || level == minimal && i == 5 {
@@ -59,7 +59,7 @@ func card(n incident.Notification, cluster string, level detail) map[string]any 
 		}
 	} else {
 		inc := n.Incident
-		text(clip(label(n)+cmp.Or(inc.Title, inc.Reason, "herald: "+n.ID()), maxTitle), map[string]any{"weight": "Bolder", "size": "Medium", "color": color(n)})
+		text(label(n)+escape(clip(cmp.Or(inc.Title, inc.Reason, "herald: "+n.ID()), maxTitle)), map[string]any{"weight": "Bolder", "size": "Medium", "color": color(n)})
 		if level == minimal {
 			text(escape(clip(inc.Text, minimalLen)), nil)
 		} else {
@@ -77,14 +77,16 @@ func card(n incident.Notification, cluster string, level detail) map[string]any 
 			}
 			if l := c.Logs; l != nil && len(l.Lines) > 0 {
 				text("Last log lines of "+escape(l.Container), map[string]any{"weight": "Bolder"})
-				text(tail(strings.Join(l.Lines, "\n"), maxLogs), map[string]any{"fontType": "Monospace"})
+				// Monospace text is Markdown too: escaped after the cut,
+				// so that no cut separates a backslash from its character.
+				text(escape(tail(strings.Join(l.Lines, "\n"), maxLogs)), map[string]any{"fontType": "Monospace"})
 			}
 			var events []string
 			for i, e := range c.Events {
 				if i == maxEvents {
 					break
 				}
-				events = append(events, escape(clip("- "+sinks.EventLine(e), maxFact)))
+				events = append(events, "- "+escape(clip(sinks.EventLine(e), maxFact)))
 			}
 			if len(events) > 0 {
 				text(strings.Join(events, "\n"), nil)
@@ -116,7 +118,7 @@ func facts(n incident.Notification, cluster string) []any {
 	var out []any
 	add := func(title, value string) {
 		if value != "" {
-			out = append(out, map[string]any{"title": title, "value": escape(clip(value, maxFact))})
+			out = append(out, map[string]any{"title": escape(clip(title, maxFact)), "value": escape(clip(value, maxFact))})
 		}
 	}
 	add("Cluster", cluster)
@@ -159,13 +161,11 @@ func color(n incident.Notification) string {
 	}
 }
 
-// escape keeps Markdown in pod output from formatting the card (Adaptive
-// Cards render a subset of Markdown in TextBlocks).
-func escape(s string) string {
-	return markdown.Replace(s)
-}
-
-var markdown = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "`", "\\`", "#", `\#`)
+// escape keeps text from the cluster from formatting the card, linking
+// or mentioning (Adaptive Cards render a subset of Markdown in TextBlocks
+// and fact sets, monospace ones included): sinks.MarkdownEscape, after
+// any cut.
+func escape(s string) string { return sinks.MarkdownEscape(s) }
 
 // clip and tail keep at most max characters of the start or the end of s
 // (Adaptive Cards count characters).

@@ -58,7 +58,7 @@ func TestCardsAcceptedByWorkflows(t *testing.T) {
 		t.Fatalf("%d cards accepted, want 5", len(cards))
 	}
 	text := fmt.Sprint(cards[0])
-	for _, want := range []string{firing.Incident.Title, "panic: *boom*", "BackOff", "Exit code 1", "Namespace", "shop", "prod-eu", "Runbook", "https://runbooks.example.com/CrashLoopBackOff"} {
+	for _, want := range []string{firing.Incident.Title, `panic: \*boom\*`, "BackOff", "Exit code 1", "Namespace", "shop", "prod-eu", "Runbook", "https://runbooks.example.com/CrashLoopBackOff"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the crash loop's card does not say %q: %s", want, text)
 		}
