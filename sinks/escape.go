@@ -96,7 +96,12 @@ func MarkdownEscape(s string) string {
 func Unfence(s string) string { return strings.ReplaceAll(s, "```", "'''") }
 
 // CodeBlock is s as a fenced code block that s cannot close, its @s
-// followed by a zero-width space (a tool may see mentions in code too).
-func CodeBlock(s string) string {
-	return "```\n" + strings.ReplaceAll(Unfence(s), "@", "@"+zwsp) + "\n```"
+// followed by a zero-width space (a tool may see mentions in code too),
+// of at most max characters with the fences: a longer s loses its start
+// (in a log tail the last lines say why). The cut comes after the
+// escaping, which only substitutes, so it cannot undo it.
+func CodeBlock(max int, s string) string {
+	const fences = len("```\n\n```")
+	body := strings.ReplaceAll(Unfence(s), "@", "@"+zwsp)
+	return "```\n" + TruncateEnd(max-fences, body) + "\n```"
 }

@@ -25,9 +25,17 @@ func TestEscapes(t *testing.T) {
 		if got := MarkdownEscape(tt.in); got != tt.markdown {
 			t.Errorf("MarkdownEscape(%q) = %q, want %q", tt.in, got, tt.markdown)
 		}
-		if got := CodeBlock(tt.in); got != tt.code {
+		if got := CodeBlock(1000, tt.in); got != tt.code {
 			t.Errorf("CodeBlock(%q) = %q, want %q", tt.in, got, tt.code)
 		}
+	}
+}
+
+// TestCodeBlockCut: a code block over its size loses the start of the
+// text, after the escaping.
+func TestCodeBlockCut(t *testing.T) {
+	if got, want := CodeBlock(14, "line 1\n```@x"), "```\n…''@\u200bx\n```"; got != want {
+		t.Errorf("CodeBlock = %q, want %q", got, want)
 	}
 }
 
@@ -53,9 +61,14 @@ func FuzzEscapes(f *testing.F) {
 				t.Fatalf("MarkdownEscape(%q) = %q: a bare @ at %d", s, md, i)
 			}
 		}
-		code := CodeBlock(s)
-		if strings.Count(code, "```") != 2 || !strings.HasPrefix(code, "```\n") || !strings.HasSuffix(code, "\n```") {
-			t.Errorf("CodeBlock(%q) = %q: a fence inside", s, code)
+		for _, max := range []int{9, 20, 1000} {
+			code := CodeBlock(max, s)
+			if strings.Count(code, "```") != 2 || !strings.HasPrefix(code, "```\n") || !strings.HasSuffix(code, "\n```") {
+				t.Errorf("CodeBlock(%d, %q) = %q: a fence inside", max, s, code)
+			}
+			if n := utf8.RuneCountInString(code); n > max {
+				t.Errorf("CodeBlock(%d, %q) has %d characters", max, s, n)
+			}
 		}
 		if !utf8.ValidString(md) {
 			t.Errorf("MarkdownEscape(%q) is not UTF-8", s)

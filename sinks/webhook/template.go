@@ -118,6 +118,17 @@ var bodyFuncs = template.FuncMap{
 		}
 		return value
 	},
+	// slackEscape, markdownEscape and codeBlock keep text from the
+	// cluster (titles, messages, names, log lines) from mentioning,
+	// linking or formatting in a chat (docs/sinks.md): slackEscape for
+	// Slack's mrkdwn and Google Chat (& < > as entities, ``` as '''),
+	// markdownEscape for Markdown (Discord, Mattermost, Rocket.Chat),
+	// codeBlock N s for log lines: a code block of at most N characters
+	// that s cannot close, keeping the end of s. Escape first, then
+	// truncate: a cut cannot undo an escape.
+	"slackEscape":    func(s string) string { return sinks.SlackEscape(sinks.Unfence(s)) },
+	"markdownEscape": sinks.MarkdownEscape,
+	"codeBlock":      sinks.CodeBlock,
 	// color is a transition's or severity's colour as an RGB integer
 	// (Discord's embeds), colorHex as #rrggbb (Rocket.Chat, Mattermost).
 	"color":    func(p sinks.Payload) int { return color(p) },

@@ -203,12 +203,14 @@ func checkRendered(t *testing.T, tool, tmpl string, ns []incident.Notification) 
 		if bad := check(doc); len(bad) > 0 {
 			t.Fatalf("%s, %s: %s would be refused: %v\n%s", tool, n.Transition, tool, bad, body)
 		}
+		checkSafe(t, tool, doc)
 	}
 }
 
 // TestDocumentedTemplates: every template docs/sinks.md shows is the one
 // in examples/templates, and renders, for every kind of notification and
-// for hostile ones, a body its chat tool accepts (required fields, sizes).
+// for hostile ones, a body its chat tool accepts (required fields, sizes)
+// with the text escaped (checkSafe).
 func TestDocumentedTemplates(t *testing.T) {
 	docs, err := os.ReadFile("../../docs/sinks.md")
 	if err != nil {
@@ -226,7 +228,8 @@ func TestDocumentedTemplates(t *testing.T) {
 }
 
 // FuzzDocumentedTemplates: whatever the facts, every documented template
-// renders a body its chat tool accepts.
+// renders a body its chat tool accepts, in which the facts mention, link
+// and format nothing (checkSafe).
 func FuzzDocumentedTemplates(f *testing.F) {
 	f.Add("shop/api: crash-looping", "Restarted 5 times", "panic: boom", 3)
 	f.Add(strings.Repeat("ü\xff*", 1000), strings.Repeat("\"\\\n", 3000), strings.Repeat("`", 5000), 100)
