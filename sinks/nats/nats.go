@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -136,20 +138,26 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	return nil
 }
 
-// Subject renders the subject template for a payload. Each value becomes
-// one token: dots, wildcards and white space become '_'.
+// Subject renders the subject template for a payload. Each value (an
+// Event's reason is anyone's text) becomes exactly one token, so it can
+// choose among the subjects the template names but never reach another:
+// dots, wildcards, white space and control characters become '_', and so
+// does a leading '$' (subjects under $JS, $SYS, $KV are the server's).
 func Subject(template string, p sinks.Payload) string {
 	token := func(s string) string {
 		if s == "" {
 			return "_"
 		}
-		return strings.Map(func(r rune) rune {
-			switch r {
-			case '.', '*', '>', ' ', '\t', '\n', '\r':
+		s = strings.Map(func(r rune) rune {
+			if r == '.' || r == '*' || r == '>' || unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
 				return '_'
 			}
 			return r
 		}, s)
+		if s[0] == '$' {
+			s = "_" + s[1:]
+		}
+		return s
 	}
 	kind, ns, name, reason, rule, sev := p.Object.Kind, p.Object.Namespace, p.Object.Name, p.Incident.Reason, p.Incident.Rule, p.Incident.Severity
 	if p.Transition == string(incident.Digest) {

@@ -40,6 +40,12 @@ func TestSubject(t *testing.T) {
 	if got := Subject("x.{namespace}.{rule}.{transition}", p); got != "x._.pod-oomkilled.firing" {
 		t.Errorf("subject %q", got)
 	}
+	// An Event's reason is anyone's text: one token whatever it holds,
+	// never a server subject.
+	p.Incident.Reason = "$SYS.a\u00a0b\x00c\u2028d\xff*>"
+	if got := Subject("{reason}.herald", p); got != "_SYS_a_b_c_d___.herald" {
+		t.Errorf("subject %q", got)
+	}
 }
 
 // TestJetStreamSurvivesServerRestart sends 1,000 notifications through the
