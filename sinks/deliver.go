@@ -30,7 +30,7 @@ func (d *Dispatcher) work(ctx context.Context, l *lane) {
 	for {
 		if ctx.Err() != nil {
 			if left := l.depth(); left > 0 {
-				d.logger.Error("notifications left undelivered at shutdown; the ledger keeps them for the next start", "sink", l.Sink.Name(), "count", left)
+				d.logger.Error("notifications left undelivered when the sinks stopped; the ledger keeps them for the next leader", "sink", l.Sink.Name(), "count", left, "why", context.Cause(ctx))
 			}
 			return
 		}

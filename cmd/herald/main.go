@@ -36,7 +36,7 @@ const exitStartOver = 75
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	code := cli{stdout: os.Stdout, stderr: os.Stderr, routeKlog: true}.run(ctx, os.Args[1:])
+	code := cli{stdout: os.Stdout, stderr: os.Stderr, routeKlog: true, recordStartOvers: true}.run(ctx, os.Args[1:])
 	stopped := ctx.Err() != nil // a SIGTERM means stop, not start over
 	stop()
 	if code == exitStartOver && !stopped {
@@ -55,6 +55,9 @@ type cli struct {
 	// klog's logger is process-wide, so only main sets it: tests that run
 	// herald in-process beside their own clients leave it alone.
 	routeKlog bool
+	// recordStartOvers counts a start-over in the environment the next
+	// term is executed with (startover.go); only main, which executes it.
+	recordStartOvers bool
 }
 
 // runMain runs a subcommand as tests do, without touching process-wide

@@ -47,7 +47,7 @@ func preflight(ctx context.Context, client *kube.Client, kinds []string, namespa
 		}
 	}
 	if persist {
-		for _, verb := range []string{"list", "create", "update", "delete"} {
+		for _, verb := range []string{"get", "list", "create", "update", "delete"} { // get: the ledger's claim
 			needs = append(needs, access{verb: verb, gvr: configMaps, namespace: namespace})
 		}
 	}

@@ -269,3 +269,29 @@ func TestLossIsDeclaredByTheRenewDeadline(t *testing.T) {
 		t.Errorf("fenced %s after the last successful renewal was sent; want within the renew deadline (%s): a follower may lead from 1 s", after.Round(time.Millisecond), renewDeadline)
 	}
 }
+
+// TestLeaderLosesAtOnceWhenAnotherHolds: a leader whose renewal finds the
+// Lease held by another replica (it was taken, or deleted and recreated)
+// stops believing it leads then, not at its renew deadline: two replicas
+// must not both think they lead for the rest of it.
+func TestLeaderLosesAtOnceWhenAnotherHolds(t *testing.T) {
+	ctx := context.Background()
+	leases := &memoryLeases{}
+	a := candidate(leases, "a", 15*time.Second) // renew deadline 10 s
+	if !a.tryAcquireOrRenew(ctx) {
+		t.Fatal("a could not take a Lease nobody held")
+	}
+	taken, _ := leases.GetLease(ctx, "default", "herald")
+	b := "b"
+	taken.Spec.HolderIdentity = &b
+	if _, err := leases.UpdateLease(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if a.renewBy(ctx) {
+		t.Fatal("a renewed a Lease b holds")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a went on believing it led for %s after it saw b hold the Lease", took.Round(time.Millisecond))
+	}
+}

@@ -48,6 +48,30 @@ type elector struct {
 	observed   coordinationv1.LeaseSpec
 	observedAt time.Time
 	leading    bool
+	// lastErr is the last failed request's error, said when the lease is
+	// lost (each failure is only logged at debug level).
+	lastErr error
+}
+
+func (e *elector) isLeading() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading
+}
+
+// lastRenewal is when this replica sent the write that last succeeded.
+func (e *elector) lastRenewal() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.observedAt
+}
+
+// failed records a failed request and logs it at debug level.
+func (e *elector) failed(what string, err error) {
+	e.mu.Lock()
+	e.lastErr = fmt.Errorf("%s: %w", what, err)
+	e.mu.Unlock()
+	e.o.Logger.Debug(what, "error", err)
 }
 
 func (e *elector) now() time.Time { return e.o.Clock.Now() }
@@ -83,14 +107,14 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) bool {
 		l.Spec = e.spec(coordinationv1.LeaseSpec{}, sent, true)
 		created, err := e.o.Client.CreateLease(ctx, l)
 		if err != nil {
-			e.o.Logger.Debug("creating the lease", "error", err)
+			e.failed("creating the lease", err)
 			return false
 		}
 		e.observe(created, sent)
 		return true
 	}
 	if err != nil {
-		e.o.Logger.Debug("reading the lease", "error", err)
+		e.failed("reading the lease", err)
 		return false
 	}
 	if !specEqual(current.Spec, e.observed) {
@@ -134,7 +158,7 @@ func (e *elector) write(ctx context.Context, l *coordinationv1.Lease) error {
 	next.Spec = e.spec(l.Spec, sent, false)
 	updated, err := e.o.Client.UpdateLease(ctx, next)
 	if err != nil {
-		e.o.Logger.Debug("writing the lease", "error", err)
+		e.failed("writing the lease", err)
 		return err
 	}
 	e.observe(updated, sent)
@@ -213,8 +237,12 @@ func (e *elector) renew(ctx context.Context) error {
 			}
 			e.mu.Lock()
 			e.leading = false
+			err := errLost
+			if e.lastErr != nil {
+				err = fmt.Errorf("%w (last: %w)", errLost, e.lastErr)
+			}
 			e.mu.Unlock()
-			return errLost
+			return err
 		}
 	}
 }
@@ -229,6 +257,9 @@ func (e *elector) renewBy(ctx context.Context) bool {
 		}
 		if e.tryAcquireOrRenew(ctx) {
 			return true
+		}
+		if !e.isLeading() {
+			return false // the Lease names another holder (taken, or deleted and recreated): lost now, not at the deadline
 		}
 		t := time.NewTimer(e.o.RetryPeriod)
 		select {

@@ -35,6 +35,10 @@ type Options struct {
 	// OnLeading is told when this replica starts (true) and stops (false)
 	// leading, for metrics.
 	OnLeading func(bool)
+	// OnLost is called the moment this replica stops believing it leads,
+	// before lead's context is cancelled: the caller fences its work
+	// there, even work that a shutdown had already asked to drain.
+	OnLost func()
 	// Clock tells the time (tests pass a fake one); the real clock when
 	// nil. Timers and request deadlines always run on the real clock.
 	Clock clock.PassiveClock
@@ -113,9 +117,14 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		if e.renew(renewCtx) != nil {
+		if err := e.renew(renewCtx); err != nil {
+			o.Logger.Warn("lost the lease: no renewal succeeded within the renew deadline", "lease", o.Namespace+"/"+o.Name,
+				"identity", o.Identity, "lastRenewal", e.lastRenewal(), "renewDeadline", o.RenewDeadline, "error", err)
+			if o.OnLost != nil {
+				o.OnLost()
+			}
+			stopWork(ErrLost) // before lost is closed: Run's deferred stopWork(nil) must not set the cause first
 			close(lost)
-			stopWork(ErrLost)
 		}
 	}()
 	leadDone := make(chan struct{})

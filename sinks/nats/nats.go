@@ -55,6 +55,10 @@ func New(opts Options) (*Sink, error) {
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
+		// No reconnect buffer: a publish while disconnected fails (the
+		// dispatcher retries it) instead of waiting in the client to go
+		// out on reconnect — possibly after this replica was fenced.
+		nats.ReconnectBufSize(-1),
 		nats.Timeout(opts.Timeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if logger != nil {
