@@ -49,6 +49,33 @@ func TestConfigMapLedger(t *testing.T) {
 	t.Run("SizeBound", func(t *testing.T) { ledgerSizeBound(t, client, typed) })
 	t.Run("Archive", func(t *testing.T) { ledgerArchive(t, client, typed) })
 	t.Run("Conditional", func(t *testing.T) { ledgerConditional(t, typed) })
+	t.Run("Adopt", func(t *testing.T) { ledgerAdopt(t, typed) })
+}
+
+// ledgerAdopt: a ConfigMap named like a shard but not labelled as one (a
+// restored backup, labels removed by hand) is taken over by the leader,
+// not taken for another writer's shard — which would make every leader
+// start over in turn.
+func ledgerAdopt(t *testing.T, typed *kube.Client) {
+	ctx := context.Background()
+	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stray-1-0", Namespace: "default"}, Data: map[string]string{"x": "y"}}
+	if _, err := typed.CreateConfigMap(ctx, stray); err != nil {
+		t.Fatal(err)
+	}
+	store := NewConfigMapStore(typed, "default", "stray")
+	if err := store.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Load(ctx, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Save(ctx, realisticIncidents(5)); err != nil {
+		t.Fatalf("saving over an unlabelled ConfigMap named like a shard: %v", err)
+	}
+	loaded, err := NewConfigMapStore(typed, "default", "stray").Load(ctx, func(string, ...any) {})
+	if err != nil || len(loaded) != 5 {
+		t.Errorf("loaded %d incidents (%v) after the adoption, want 5", len(loaded), err)
+	}
 }
 
 // ledgerConditional: two replicas write one ledger, as a deposed leader

@@ -21,7 +21,7 @@ import (
 // wrote it, so another replica leads (or did since). The caller stops
 // leading; it must not retry the write, which would overwrite the other
 // replica's.
-var ErrConflict = errors.New("the ledger was written by another replica since this one read it")
+var ErrConflict = errors.New("the ledger changed since this replica read it (another herald replica wrote it, or an edit)")
 
 // conflict says whether err means someone else wrote the shard: it
 // changed (Conflict), was created (AlreadyExists) or deleted (NotFound,
@@ -32,6 +32,9 @@ func conflict(err error, known bool) bool {
 
 // delete deletes a shard, if it is still as this replica last saw it.
 func (s *ConfigMapStore) delete(ctx context.Context, name, what string) error {
+	if err := s.settle(ctx, name); err != nil {
+		return err
+	}
 	if err := s.fence(ctx); err != nil {
 		return err
 	}
@@ -70,15 +73,45 @@ func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
 			rv = created.ResourceVersion
 		}
 	}
+	if !known && apierrors.IsAlreadyExists(err) {
+		if adopted, aerr := s.adopt(ctx, name); aerr != nil || adopted {
+			if aerr != nil {
+				return aerr
+			}
+			return s.put(ctx, name, data)
+		}
+	}
 	if conflict(err, known) {
 		return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, ErrConflict)
 	}
-	if err != nil {
+	if err != nil || rv == "" {
+		// Unknown whether it was applied (or the answer did not say its
+		// version): the next write to the shard reads it first.
 		s.unsure[name] = data
+		if err == nil {
+			return nil
+		}
 		return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, err)
 	}
 	s.versions[name] = rv
 	return nil
+}
+
+// adopt takes over a ConfigMap named like a shard that is not a ledger
+// shard (its labels were removed by hand, a backup restored one): no
+// other replica wrote it, so it is overwritten — conditionally on the
+// version read here — rather than taken for a conflict, which would make
+// every leader start over in turn. A ledger shard is left alone (false).
+func (s *ConfigMapStore) adopt(ctx context.Context, name string) (bool, error) {
+	cm, err := s.client.GetConfigMap(ctx, s.namespace, name)
+	if err != nil {
+		return false, fmt.Errorf("reading %s/%s, which is in the way of a ledger shard: %w", s.namespace, name, err)
+	}
+	if cm.Labels[ledgerLabel] == ledgerValue {
+		return false, nil
+	}
+	s.versions[name] = cm.ResourceVersion
+	return true, nil
 }
 
 // settle learns whether a write to name whose outcome was unknown was
