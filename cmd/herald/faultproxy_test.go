@@ -16,6 +16,7 @@ type faultProxy struct {
 	t        *testing.T
 	addr, to string
 	latency  atomic.Int64 // nanoseconds added to each direction
+	answers  atomic.Int64 // nanoseconds added to what comes back from upstream
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    []net.Conn
@@ -36,6 +37,10 @@ func newFaultProxy(t *testing.T, to string) *faultProxy {
 // setLatency delays what crosses the proxy from now on by d each way.
 func (p *faultProxy) setLatency(d time.Duration) { p.latency.Store(int64(d)) }
 
+// setAnswerLatency delays only what comes back from upstream by d: a
+// request is applied at once, its answer arrives d later.
+func (p *faultProxy) setAnswerLatency(d time.Duration) { p.answers.Store(int64(d)) }
+
 func (p *faultProxy) serve(ln net.Listener) {
 	p.mu.Lock()
 	p.ln = ln
@@ -54,15 +59,21 @@ func (p *faultProxy) serve(ln net.Listener) {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, up)
 			p.mu.Unlock()
-			go p.pipe(up, c)
-			go p.pipe(c, up)
+			go p.pipe(up, c, &p.latency)
+			go p.pipe(c, up, &p.latency, &p.answers)
 		}
 	}()
 }
 
-// pipe copies src to dst, each chunk when the latency it was read under
-// has passed, in order; either side closing closes both.
-func (p *faultProxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst, each chunk when the latencies it was read under
+// have passed, in order; either side closing closes both.
+func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
+	delay := func() (d time.Duration) {
+		for _, l := range latencies {
+			d += time.Duration(l.Load())
+		}
+		return d
+	}
 	type chunk struct {
 		b   []byte
 		due time.Time
@@ -75,7 +86,7 @@ func (p *faultProxy) pipe(dst, src net.Conn) {
 			n, err := src.Read(buf)
 			if n > 0 {
 				select {
-				case chunks <- chunk{buf[:n], time.Now().Add(time.Duration(p.latency.Load()))}:
+				case chunks <- chunk{buf[:n], time.Now().Add(delay())}:
 				case <-stop:
 					return
 				}

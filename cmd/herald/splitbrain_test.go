@@ -47,14 +47,16 @@ type leaderChange struct {
 	how, from, to string
 }
 
-// maxLatency is the most the fault proxies add to a replica's requests,
-// each way.
+// maxLatency is the most the fault proxies add to a replica's requests
+// and their answers.
 const maxLatency = 3 * time.Second
 
 // TestNoSplitBrain: three replicas, each reaching the API server through a
 // fault proxy of its own, notify a crash storm (1,200 transitions) while
 // the leader is deposed again and again — cut off from the API server,
-// SIGKILLed, or slowed by 3 s each way so its renewals fail. Each delivery
+// SIGKILLed, slowed by 3 s each way so its renewals fail, or answered
+// 2.9 s late (its renewals applied at once) and then cut off — and the
+// receiver takes 50 ms a request, so a deposed leader has a backlog. Each delivery
 // says which replica sent it (Herald-Replica). Shown, for every handover:
 // the deposed leader's last delivery arrived before the new leader's first
 // (no two replicas notify at once); nothing is lost; a notification is
@@ -70,6 +72,12 @@ func TestNoSplitBrain(t *testing.T) {
 	var arrivals []replicaArrival
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		at := time.Now()
+		// A slow receiver (50 ms a request), so that a leader has a
+		// backlog to send when it is deposed, as with a slow chat API.
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-req.Context().Done():
+		}
 		var p sinks.Payload
 		if err := json.NewDecoder(req.Body).Decode(&p); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
@@ -148,7 +156,7 @@ func TestNoSplitBrain(t *testing.T) {
 			wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 				return delivered(current) && ledgerWritesOf(s.r) >= 2, nil
 			})
-			how := []string{"cut off", "SIGKILL", "slowed"}[i%3]
+			how := []string{"cut off", "SIGKILL", "slowed", "slow answers, then cut off"}[i%4]
 			switch how {
 			case "cut off":
 				s.proxy.cut()
@@ -156,12 +164,24 @@ func TestNoSplitBrain(t *testing.T) {
 				s.r.cmd.Process.Signal(syscall.SIGKILL)
 			case "slowed":
 				s.proxy.setLatency(maxLatency)
+			case "slow answers, then cut off":
+				// Renewals are applied at once but answered 2.9 s later,
+				// within the 3 s renew deadline; then the leader is cut
+				// off. A holder that timed its hold from the answer (or
+				// from its next attempt) would believe it leads well
+				// past the moment a follower may take over.
+				s.proxy.setAnswerLatency(2900 * time.Millisecond)
+				wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 4*time.Second, true, func(context.Context) (bool, error) {
+					return holder() != current, nil
+				})
+				s.proxy.cut()
 			}
 			next := newLeader(current)
 			changes = append(changes, leaderChange{how, current, next})
 			t.Logf("handover %d (%s): %s → %s", len(changes), how, current, next)
 			current = next
 			s.proxy.setLatency(0)
+			s.proxy.setAnswerLatency(0)
 			s.proxy.restore()
 			select {
 			case <-s.r.done: // killed, or gave up while cut off
@@ -177,6 +197,17 @@ func TestNoSplitBrain(t *testing.T) {
 		t.Errorf("%d handovers, want at least 10", len(changes))
 	}
 
+	// A replica deposed without being killed started over in the same
+	// process; its count of start-overs survived the exec.
+	startOvers := 0.0
+	for _, s := range slots {
+		startOvers += scrape(s.r, `herald_start_overs_total{reason="lease_lost"}`)
+	}
+	if startOvers == 0 {
+		t.Error("no replica counts a start-over after a lost lease (herald_start_overs_total)")
+	}
+	t.Logf("start-overs after a lost lease, counted by the live replicas: %v", startOvers)
+
 	h.mu.Lock()
 	got := slices.Clone(arrivals)
 	h.mu.Unlock()
@@ -188,10 +219,9 @@ func TestNoSplitBrain(t *testing.T) {
 
 var metricsAddrLine = regexp.MustCompile(`"msg":"serving metrics and health","addr":"([^"]+)"`)
 
-// ledgerWritesOf is herald_ledger_writes_total of r's current process (a
-// process that started over serves its metrics anew), 0 if it cannot be
-// read.
-func ledgerWritesOf(r *replica) float64 {
+// scrape reads one sample of r's current process's /metrics (a process
+// that started over serves its metrics anew); 0 if it cannot be read.
+func scrape(r *replica, sample string) float64 {
 	all := metricsAddrLine.FindAllStringSubmatch(r.logs(), -1)
 	if len(all) == 0 {
 		return 0
@@ -202,13 +232,15 @@ func ledgerWritesOf(r *replica) float64 {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^herald_ledger_writes_total (\S+)$`).FindSubmatch(body)
+	m := regexp.MustCompile("(?m)^" + regexp.QuoteMeta(sample) + ` (\S+)$`).FindSubmatch(body)
 	if m == nil {
 		return 0
 	}
 	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return v
 }
+
+func ledgerWritesOf(r *replica) float64 { return scrape(r, "herald_ledger_writes_total") }
 
 // checkNoOverlap: the deliveries of each replica term (identity) fall in
 // an interval, and no two intervals overlap.
@@ -252,18 +284,19 @@ func checkNoOverlap(t *testing.T, got []replicaArrival) {
 
 // checkRepeats: a notification delivered twice was first sent by a
 // replica that could not record it: after (within one ledger batch and
-// the proxy's latency before) that replica's last successful ledger write.
+// the proxy's latency before) that replica's last successful write of a
+// ledger shard.
 // The same replica never sends one twice.
 func checkRepeats(t *testing.T, got []replicaArrival, writes []ledgerWrite) {
 	t.Helper()
-	lastOK := map[string]time.Time{}
+	lastOK := map[string]time.Time{} // of a shard: the claim records no delivery
 	for _, w := range writes {
-		if w.code < 300 && w.at.After(lastOK[w.replica]) {
+		if w.code < 300 && !strings.HasSuffix(w.name, "-claim") && w.at.After(lastOK[w.replica]) {
 			lastOK[w.replica] = w.at
 		}
 	}
 	first := map[string]replicaArrival{}
-	repeats := 0
+	repeats, bySender := 0, map[string]int{}
 	for _, a := range got {
 		k := deliveryKey(a.p)
 		f, seen := first[k]
@@ -272,6 +305,7 @@ func checkRepeats(t *testing.T, got []replicaArrival, writes []ledgerWrite) {
 			continue
 		}
 		repeats++
+		bySender[f.replica]++
 		if f.replica == a.replica {
 			t.Errorf("%s delivered twice by %s", k, a.replica)
 		}
@@ -280,7 +314,7 @@ func checkRepeats(t *testing.T, got []replicaArrival, writes []ledgerWrite) {
 				k, a.replica, f.replica, f.at.Format("15:04:05.000"), lastOK[f.replica].Format("15:04:05.000"))
 		}
 	}
-	t.Logf("%d notifications repeated, each first sent after its sender's last ledger write", repeats)
+	t.Logf("%d notifications repeated, each first sent after its sender's last ledger write; by first sender: %v", repeats, bySender)
 }
 
 // checkDeposedWritesRefused: once the successor has claimed the ledger
