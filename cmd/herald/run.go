@@ -57,6 +57,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(errOut, "herald run: --kube-log-verbosity %d: want 0 or more\n", *kubeVerbosity)
 		return 2
 	}
+	if err := validateLeaseTimings(*leaseDuration, *renewDeadline, *retryPeriod); *leaderElect && err != nil {
+		fmt.Fprintln(errOut, "herald run:", err)
+		return 2
+	}
 	logger, err := newLogger(errOut, *logFormat, *logLevel)
 	if err != nil {
 		fmt.Fprintln(errOut, "herald run:", err)
@@ -124,6 +128,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	warnSharedNamespace(ctx, clients.Dynamic, *namespace, os.Getenv("POD_NAME"), logger)
 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerStartOvers(reg, os.Getenv(startOversEnv))
 	var store incident.Store = &incident.MemoryStore{}
 	if !*noPersist {
 		store = incident.NewConfigMapStore(typed, *namespace, cfg.Incidents.LedgerName)
@@ -203,9 +208,15 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		go r.run(ctx)
 	}
 
+	// The fence: everything that sends or writes for the leader runs under
+	// fenced, which ends the moment this replica stops believing it leads
+	// (leader.Options.OnLost, or the ledger written by another replica),
+	// even in the middle of a graceful drain.
+	fenced, fence := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer fence(nil)
 	var runErr error
 	lead := func(ctx context.Context) {
-		runErr = runLeader(ctx, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
+		runErr = runLeader(ctx, fenced, fence, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
 			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace, gatherContext: gatherContext,
 			silenceStatus: silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run})
 	}
@@ -218,6 +229,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 			LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			Logger: logger, Healthz: healthz,
 			OnLeading: func(on bool) { isLeader.Set(map[bool]float64{true: 1}[on]) },
+			OnLost:    func() { fence(fmt.Errorf("%w: %w", incident.ErrFenced, leader.ErrLost)) },
 		}, lead)
 		if errors.Is(err, leader.ErrLost) {
 			// Another replica may lead already: stop at once rather than
@@ -225,6 +237,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 			// The process starts over (main re-executes it), so nothing of
 			// this term survives and the pod is not restarted for it.
 			logger.Error("lost the leader lease; starting over so that only one replica notifies")
+			if c.recordStartOvers {
+				startOver(startOverLeaseLost)
+			}
 			return exitStartOver
 		}
 		if err != nil {
@@ -233,7 +248,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		}
 	}
 	if errors.Is(runErr, incident.ErrConflict) {
-		logger.Error("another replica wrote the incident ledger; starting over so that only one replica notifies")
+		logger.Error("the incident ledger changed since this replica read it (another herald replica, or an edit); starting over so that only one replica notifies")
+		if c.recordStartOvers {
+			startOver(startOverLedgerConflict)
+		}
 		return exitStartOver
 	}
 	if runErr != nil {
@@ -265,14 +283,22 @@ type leaderParts struct {
 // replica writes it), then reconcile and notify until ctx ends.
 //
 // A graceful stop (ctx cancelled) drains: the sinks send what is queued
-// (up to --shutdown-grace) and the ledger is written a last time. Losing
-// the lease (ctx's cause is leader.ErrLost) or finding that another
-// replica wrote the ledger is a fence: the sinks (their retries, digests
-// and re-posts), the context stage, the Silence status writer and the
-// ledger writer are cancelled at once, requests in flight included, and
-// nothing more is sent or written.
-func runLeader(ctx context.Context, p leaderParts) error {
+// (up to --shutdown-grace) and the ledger is written a last time. A fence
+// (fenced ends: the lease was lost, or another replica wrote the ledger,
+// which runLeader reports through fence) stops everything at once: the
+// sinks (their retries, digests and re-posts), the context stage, the
+// Silence status writer and the ledger writer are cancelled, requests in
+// flight included, and nothing more is sent or written — in the middle of
+// a drain too.
+func runLeader(ctx, fenced context.Context, fence context.CancelCauseFunc, p leaderParts) error {
 	loaded, err := loadLedger(ctx, p.store, p.logger)
+	if errors.Is(err, incident.ErrConflict) {
+		p.logger.Error("the incident ledger was claimed by another replica while this one took it over", "error", err)
+		if m := p.ledgerMetrics; m != nil && m.Conflicts != nil {
+			m.Conflicts()
+		}
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("cannot read the incident ledger in %s; refusing to start rather than repeat every open incident: %w", p.namespace, err)
 	}
@@ -283,22 +309,12 @@ func runLeader(ctx context.Context, p leaderParts) error {
 	p.ctrl.FirstStart = len(loaded) == 0
 	p.logger.Info("incident ledger loaded", "incidents", len(loaded), "persisted", p.persisted, "namespace", p.namespace)
 
-	// Everything that sends or writes runs under fenced, which outlives
-	// ctx on a graceful stop and ends the moment this replica stops
-	// believing it leads.
-	fenced, fence := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer fence(nil)
+	// The sinks and the ledger writer run under fenced, which outlives
+	// ctx on a graceful stop; the workers, the context stage and the
+	// Silence status writer under work, which ends with ctx or the fence.
 	work, stopWork := context.WithCancelCause(ctx)
 	defer stopWork(nil)
-	fenceOn := func(cause error) {
-		fence(fmt.Errorf("%w: %w", incident.ErrFenced, cause))
-		stopWork(cause)
-	}
-	defer context.AfterFunc(ctx, func() {
-		if cause := context.Cause(ctx); errors.Is(cause, leader.ErrLost) {
-			fenceOn(cause)
-		}
-	})()
+	defer context.AfterFunc(fenced, func() { stopWork(context.Cause(fenced)) })()
 	sinkCtx, stopSinks := context.WithCancel(fenced)
 	defer stopSinks()
 	ledgerCtx, stopLedger := context.WithCancel(fenced)
@@ -306,7 +322,7 @@ func runLeader(ctx context.Context, p leaderParts) error {
 	var ledgerErr error
 	ledgerDone.Go(func() {
 		if ledgerErr = incident.Persist(ledgerCtx, p.tracker, p.store, p.logger, p.ledgerMetrics); ledgerErr != nil {
-			fenceOn(ledgerErr)
+			fence(fmt.Errorf("%w: %w", incident.ErrFenced, ledgerErr))
 		}
 	})
 	wg.Go(func() { p.dispatcher.Run(sinkCtx) })
@@ -325,16 +341,22 @@ func runLeader(ctx context.Context, p leaderParts) error {
 	return runErr
 }
 
-// loadLedger reads the ledger and claims it (a store that can be claimed
-// refuses the writes of any replica that led before), retrying API errors
-// for up to 30 s.
+// loadLedger claims the ledger (a store that can be claimed refuses the
+// writes of any replica that led before) and reads it, retrying API
+// errors for up to 30 s.
 func loadLedger(ctx context.Context, store incident.Store, logger *slog.Logger) ([]incident.Incident, error) {
 	warn := func(msg string, args ...any) { logger.Warn(msg, args...) }
 	var lastErr error
 	for attempt := range 6 {
-		incs, err := store.Load(ctx, warn)
-		if c, ok := store.(interface{ Claim(context.Context) error }); ok && err == nil {
+		// Claimed before it is read: a deposed leader's save that lands
+		// after the claim fails, so what Load reads is all there is.
+		var err error
+		if c, ok := store.(interface{ Claim(context.Context) error }); ok {
 			err = c.Claim(ctx)
+		}
+		var incs []incident.Incident
+		if err == nil {
+			incs, err = store.Load(ctx, warn)
 		}
 		if err == nil {
 			return incs, nil
