@@ -134,7 +134,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		store = incident.NewConfigMapStore(typed, *namespace, cfg.Incidents.LedgerName)
 	}
 	w := watcher.New(clients, 0, logger)
-	if err := watchSilences(ctx, typed, w, muter, logger); err != nil {
+	if err := watchSilences(ctx, typed, w, muter, kinds, logger); err != nil {
 		logger.Error("setting up silences", "error", err)
 		return 1
 	}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -21,7 +25,10 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 )
 
-const silenceCRDs = "../../charts/herald/crds/silences.herald.io.yaml"
+const (
+	silenceCRDs        = "../../charts/herald/crds/silences.herald.io.yaml"
+	clusterSilenceCRDs = "../../charts/herald/crds/clustersilences.herald.io.yaml"
+)
 
 func silenceConfig(url string) string {
 	return fmt.Sprintf(`
@@ -35,7 +42,17 @@ sinks:
 `, url)
 }
 
-// createSilence makes a Silence through the API, as kubectl would.
+// silences is where silences of namespace ns live: "" the
+// ClusterSilences.
+func silences(dyn dynamic.Interface, ns string) dynamic.ResourceInterface {
+	if ns == "" {
+		return dyn.Resource(silence.ClusterResource)
+	}
+	return dyn.Resource(silence.Resource).Namespace(ns)
+}
+
+// createSilence makes a Silence (ns "": a ClusterSilence) through the
+// API, as kubectl would.
 func createSilence(t *testing.T, dyn dynamic.Interface, ns, name string, matchers map[string]any, ends time.Time) {
 	t.Helper()
 	obj := &unstructured.Unstructured{Object: map[string]any{
@@ -43,18 +60,22 @@ func createSilence(t *testing.T, dyn dynamic.Interface, ns, name string, matcher
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec":     map[string]any{"matchers": matchers, "endsAt": ends.UTC().Format(time.RFC3339)},
 	}}
-	if _, err := dyn.Resource(silence.Resource).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+	if ns == "" {
+		obj.SetKind("ClusterSilence")
+		unstructured.RemoveNestedField(obj.Object, "metadata", "namespace")
+	}
+	if _, err := silences(dyn, ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // silenceStatus waits until herald reports state and muted incidents on
-// a Silence.
+// a Silence (ns "": a ClusterSilence).
 func silenceStatus(t *testing.T, dyn dynamic.Interface, ns, name, state string, muted int64) {
 	t.Helper()
 	var got map[string]any
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-		obj, err := dyn.Resource(silence.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		obj, err := silences(dyn, ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -106,21 +127,23 @@ func TestMuting(t *testing.T) {
 func newMutingHarness(t *testing.T) *mutingHarness {
 	env := testenv.New(t)
 	ctx := context.Background()
-	if err := env.InstallCRDs(ctx, silenceCRDs); err != nil {
-		t.Fatal(err)
+	for _, file := range []string{silenceCRDs, clusterSilenceCRDs} {
+		if err := env.InstallCRDs(ctx, file); err != nil {
+			t.Fatal(err)
+		}
 	}
 	client, _ := env.Client()
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	createNamespaces(t, client, "herald", "team-a", "team-b", "team-c", "team-d", "team-e")
+	createNamespaces(t, client, "herald", "team-a", "team-b", "team-c", "team-d", "team-e", "team-f")
 	m := &mutingHarness{env: env, client: client, dyn: dyn, recv: newReceiver(t), metrics: freeAddr(t)}
 	m.got = record(m.recv)
 	m.args = []string{"--namespace", "herald", "--metrics-addr", m.metrics}
 	m.h = startedHerald(t, env, silenceConfig(m.recv.URL), m.args...)
 	t.Cleanup(func() { m.h.stop() })
-	if logs := m.h.logs.String(); strings.Contains(logs, "Silence resources are off") {
+	if logs := m.h.logs.String(); strings.Contains(logs, "Silence resources are off") || strings.Contains(logs, "ClusterSilences (muting across namespaces) are off") {
 		t.Fatalf("silences off with the CRD installed:\n%s", logs)
 	}
 	return m
@@ -138,8 +161,9 @@ func (m *mutingHarness) sentinel(t *testing.T) {
 
 // silences: a silenced crash loop says nothing while the silence lasts
 // and fires once when it ends (across a herald restart); one that
-// recovers under the silence says nothing at all; a silence mutes only
-// its own namespace unless it is in herald's.
+// recovers under the silence says nothing at all; a Silence mutes only
+// its own namespace, herald's own included (herald warns at start about
+// one there that used to mute others); a ClusterSilence mutes any.
 func (m *mutingHarness) silences(t *testing.T) {
 	client, dyn, got, metrics := m.client, m.dyn, m.got, m.metrics
 	ctx := context.Background()
@@ -156,19 +180,24 @@ func (m *mutingHarness) silences(t *testing.T) {
 	createSilence(t, dyn, "team-a", "deploy-worker", map[string]any{"workload": "worker"}, recoveredEnds)
 	// Not yours: team-b's silence for everything cannot mute team-c.
 	createSilence(t, dyn, "team-b", "everything", map[string]any{"name": "*"}, ends.Add(time.Hour))
-	// Cluster-wide: herald's namespace may mute team-d.
-	createSilence(t, dyn, "herald", "team-d-maintenance", map[string]any{"namespace": "team-d"}, ends.Add(time.Hour))
+	// Cluster-wide: a ClusterSilence may mute team-d.
+	createSilence(t, dyn, "", "team-d-maintenance", map[string]any{"namespace": "team-d"}, ends.Add(time.Hour))
+	// herald's own namespace is not cluster-wide (it used to be).
+	createSilence(t, dyn, "herald", "team-f-maintenance", map[string]any{"namespace": "team-f"}, ends.Add(time.Hour))
 
 	crashDeployment(t, client, "team-a", "api", 3)
 	worker := crashDeployment(t, client, "team-a", "worker", 2)
 	crashDeployment(t, client, "team-d", "db", 2)
+	crashDeployment(t, client, "team-f", "db", 1)
+	got.await(t, 1, 15*time.Second, ofWorkload("team-f", "db"))
 	sentinel() // also: team-b's silence did not mute team-c
 	if muted := metricValue(t, metrics, `herald_incidents_muted{rule="crash"}`); muted != 3 {
 		t.Errorf("herald_incidents_muted = %v, want 3 (api, worker, db)", muted)
 	}
 	silenceStatus(t, dyn, "team-a", "deploy-api", "active", 1)
-	silenceStatus(t, dyn, "herald", "team-d-maintenance", "active", 1)
+	silenceStatus(t, dyn, "", "team-d-maintenance", "active", 1)
 	silenceStatus(t, dyn, "team-b", "everything", "active", 0)
+	silenceStatus(t, dyn, "herald", "team-f-maintenance", "active", 0)
 	for _, p := range worker {
 		if err := client.CoreV1().Pods("team-a").Delete(ctx, p, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -178,9 +207,14 @@ func (m *mutingHarness) silences(t *testing.T) {
 	// Restarted mid-silence: nothing re-sent, the silence still honoured.
 	m.h.stop()
 	m.h = startedHerald(t, m.env, silenceConfig(m.recv.URL), m.args...)
+	if logs := m.h.logs.String(); !strings.Contains(logs, `msg="a Silence in herald's own namespace no longer mutes other namespaces: it mutes only incidents in herald. To mute across namespaces, recreate it as a ClusterSilence`) ||
+		!strings.Contains(logs, "silence=herald/team-f-maintenance") {
+		t.Errorf("no warning at start about herald/team-f-maintenance:\n%s", logs)
+	}
 	sentinel()
-	if early := got.matching(func(p sinks.Payload) bool { return p.Object.Namespace != "team-c" }); len(early) != 0 || len(got.matching(inNamespace("team-c"))) != before+2 {
-		t.Fatalf("under the silences, across a restart: %s; want only the two sentinels' firings", got)
+	if early := got.matching(func(p sinks.Payload) bool { return p.Object.Namespace != "team-c" && p.Object.Namespace != "team-f" }); len(early) != 0 ||
+		len(got.matching(inNamespace("team-c"))) != before+2 || len(got.matching(inNamespace("team-f"))) != 1 {
+		t.Fatalf("under the silences, across a restart: %s; want only the two sentinels' firings and team-f's", got)
 	}
 
 	// The api silence ends: one firing within a few seconds.
@@ -209,6 +243,39 @@ func (m *mutingHarness) silences(t *testing.T) {
 	quiet := got.await(t, 2, 10*time.Second, ofWorkload("team-c", "sentinel-1"))[1].p
 	if quiet.Transition != "silenced" || !strings.Contains(quiet.Change, "(silence team-c/quiet-sentinel)") || !strings.HasPrefix(quiet.Change, "silenced until ") {
 		t.Errorf("a silence covering an announced incident sent %s %q; want silenced, saying until when and which silence", quiet.Transition, quiet.Change)
+	}
+	// An annotation 10 years out on an announced incident's pod: one
+	// "silenced" saying which annotation, on which object, and the cap
+	// (30 days), which is also when herald incidents says it ends.
+	decade := time.Now().AddDate(10, 0, 0).UTC().Truncate(time.Second)
+	patch := `{"metadata":{"annotations":{"herald.io/silence-until":"` + decade.Format(time.RFC3339) + `"}}}`
+	if _, err := client.CoreV1().Pods("team-c").Patch(ctx, "sentinel-2-5d8f-0", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	capped := got.await(t, 2, 10*time.Second, ofWorkload("team-c", "sentinel-2"))[1].p
+	wantBy := "annotation herald.io/silence-until on Pod/team-c/sentinel-2-5d8f-0; it asks until " + decade.Format(time.RFC3339) + ", capped at 30 days"
+	if capped.Transition != "silenced" || !strings.HasSuffix(capped.Change, "("+wantBy+")") {
+		t.Errorf("an annotation 10 years out sent %s %q; want silenced by %q", capped.Transition, capped.Change, wantBy)
+	}
+	kc := t.TempDir() + "/admin.kubeconfig"
+	m.env.WriteKubeconfig(kc)
+	var said openIncident
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		var out, errOut bytes.Buffer
+		if code := runMain(ctx, []string{"incidents", "--kubeconfig", kc, "--namespace", "herald", "-o", "json"}, &out, &errOut); code != 0 {
+			return false, fmt.Errorf("herald incidents: exit %d: %s", code, errOut.String())
+		}
+		var open []openIncident
+		if err := json.Unmarshal(out.Bytes(), &open); err != nil {
+			return false, err
+		}
+		if i := slices.IndexFunc(open, func(o openIncident) bool { return strings.HasSuffix(o.Object, "/team-c/sentinel-2") }); i >= 0 {
+			said = open[i]
+		}
+		return said.MutedBy != "", nil // the ledger is written within a second or so
+	})
+	if err != nil || said.MutedBy != wantBy || said.MutedUntil == nil || said.MutedUntil.After(time.Now().Add(30*24*time.Hour)) || said.MutedUntil.Before(time.Now().Add(30*24*time.Hour-time.Minute)) {
+		t.Errorf("herald incidents says of sentinel-2: %+v (%v); want muted by %q until 30 days from now", said, err, wantBy)
 	}
 	t.Logf("api's firing %s after its silence ended; all deliveries: %s", late.Round(10*time.Millisecond), got)
 }

@@ -73,9 +73,11 @@ func run(heraldBin, configPath string) error {
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
-	say("installing the chart's Silence CRD (charts/herald/crds/)")
-	if err := env.InstallCRDs(ctx, "charts/herald/crds/silences.herald.io.yaml"); err != nil {
-		return err
+	say("installing the chart's Silence and ClusterSilence CRDs (charts/herald/crds/)")
+	for _, crd := range []string{"silences.herald.io.yaml", "clustersilences.herald.io.yaml"} {
+		if err := env.InstallCRDs(ctx, "charts/herald/crds/"+crd); err != nil {
+			return err
+		}
 	}
 
 	say("starting Alertmanager %s (herald's alertmanager sink posts there)", testenv.AlertmanagerVersion)

@@ -2,9 +2,12 @@ package silence
 
 import (
 	"fmt"
+	"io"
 	"iter"
+	"log/slog"
 	"maps"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +68,7 @@ func BenchmarkInhibited(b *testing.B) {
 	target := &incident.Incident{ID: "new", Rule: "pod-crashloop", Reason: "CrashLoopBackOff"}
 	target.Object.Kind, target.Object.Namespace, target.Object.Name = "Pod", "shop", "api-1"
 	described, _ := describe(target, pods)
+	m := NewMuter("herald", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for _, variant := range []struct {
 		name string
 		scan bool
@@ -79,7 +83,7 @@ func BenchmarkInhibited(b *testing.B) {
 				set.byReason[inc.Reason][id] = inc
 			}
 			for b.Loop() {
-				if _, muted := inhibited(BuiltinInhibitions(), target, described, set, pods); muted {
+				if _, muted := m.inhibited(BuiltinInhibitions(), target, described, set, pods, MaxDuration, time.Now()); muted {
 					b.Fatal("muted: api-1 is on node-1, which is up")
 				}
 			}

@@ -35,16 +35,18 @@ func (emptyOpen) WithReason(string) iter.Seq[*incident.Incident] {
 	return func(func(*incident.Incident) bool) {}
 }
 
-// chartCRDs is the file the chart installs.
-const chartCRDs = "../../charts/herald/crds/silences.herald.io.yaml"
+// chartCRDs are the files the chart installs.
+var chartCRDs = []string{"../../charts/herald/crds/silences.herald.io.yaml", "../../charts/herald/crds/clustersilences.herald.io.yaml"}
 
-// TestOnControlPlane runs the Silence CRD from the chart's crds/ on a
-// real API server, one control plane for the package.
+// TestOnControlPlane runs the Silence and ClusterSilence CRDs from the
+// chart's crds/ on a real API server, one control plane for the package.
 func TestOnControlPlane(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
-	if err := env.InstallCRDs(ctx, chartCRDs); err != nil {
-		t.Fatal(err)
+	for _, file := range chartCRDs {
+		if err := env.InstallCRDs(ctx, file); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
@@ -54,13 +56,74 @@ func TestOnControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{"shop", "other", "herald"} {
+	for _, ns := range []string{"shop", "other", "herald", "tenant-a", "tenant-b"} {
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Run("APIServerRejectsBadSilences", func(t *testing.T) { apiServerRejectsBadSilences(t, dyn) })
 	t.Run("Muter", func(t *testing.T) { muterOnControlPlane(t, env, dyn, client) })
+	t.Run("AnnotationCapped", func(t *testing.T) { annotationCappedOnControlPlane(t, env, dyn, client) })
+	t.Run("AnnotatedNodeDoesNotInhibit", func(t *testing.T) { annotatedNodeOnControlPlane(t, env, dyn, client) })
+	t.Run("NoTenantMutesAnother", func(t *testing.T) { noTenantMutesAnother(t, env, dyn, client) })
+}
+
+// startMuter is a Muter reading silences, cluster silences, pods, nodes,
+// namespaces and Deployments (and observing their annotations) through
+// real informers, synced.
+func startMuter(t *testing.T, ctx context.Context, env *testenv.Env, dyn dynamic.Interface) *Muter {
+	t.Helper()
+	typed, err := kube.New(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w := watcher.New(watcher.Clients{Builtin: typed, Dynamic: dyn, Resolve: typed.ResourceFor}, 0, logger)
+	w.CompactWhen(func(string) bool { return true })
+	m := NewMuter("herald", logger)
+	for _, kind := range []string{"Pod", "Namespace", "Deployment", "Node"} {
+		inf, err := w.Informer(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.ObserveAnnotations(inf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inf, err := w.Informer(Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterInf, err := w.Informer(ClusterKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced, err := m.Watch(w, inf, clusterInf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WaitAlsoFor(synced)
+	w.Start(ctx)
+	t.Cleanup(w.Shutdown)
+	if err := w.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// mutedBy waits until m says inc is muted by want ("" not muted) and
+// returns the mute.
+func mutedBy(t *testing.T, m *Muter, inc *incident.Incident, open incident.Open, want string) incident.Mute {
+	t.Helper()
+	var got incident.Mute
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		got, _ = m.Mute(inc, open, time.Now())
+		return got.By == want, nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s: muted by %q, want %q", inc.Object.Namespace, inc.Object.Name, got.By, want)
+	}
+	return got
 }
 
 func apiServerRejectsBadSilences(t *testing.T, dyn dynamic.Interface) {
@@ -103,38 +166,12 @@ func apiServerRejectsBadSilences(t *testing.T, dyn dynamic.Interface) {
 }
 
 // muterOnControlPlane: silences and annotations read through real
-// informers decide what is muted, and a silence in one namespace never
-// mutes another unless it is in herald's.
+// informers decide what is muted, and a Silence in one namespace never
+// mutes another, herald's own included: a ClusterSilence does.
 func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, client kubernetes.Interface) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	typed, err := kube.New(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := watcher.New(watcher.Clients{Builtin: typed, Dynamic: dyn, Resolve: typed.ResourceFor}, 0, logger)
-	w.CompactWhen(func(string) bool { return true })
-	for _, kind := range []string{"Pod", "Namespace", "Deployment"} {
-		if _, err := w.Informer(kind); err != nil {
-			t.Fatal(err)
-		}
-	}
-	inf, err := w.Informer(Kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewMuter("herald", logger)
-	synced, err := m.Watch(w, inf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.WaitAlsoFor(synced)
-	w.Start(ctx)
-	defer w.Shutdown()
-	if err := w.WaitForCacheSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m := startMuter(t, ctx, env, dyn)
 
 	now := time.Now()
 	inShop := func(pod string) *incident.Incident {
@@ -159,14 +196,7 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 	}
 	muted := func(inc *incident.Incident, want string) {
 		t.Helper()
-		var got incident.Mute
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			got, _ = m.Mute(inc, noIncidents, time.Now())
-			return got.By == want, nil
-		})
-		if err != nil {
-			t.Fatalf("%s: muted by %q, want %q", inc.Object.Name, got.By, want)
-		}
+		mutedBy(t, m, inc, noIncidents, want)
 	}
 	pod("api-0", nil)
 	pod("api-1", map[string]string{Annotation: now.Add(time.Hour).UTC().Format(time.RFC3339)})
@@ -194,11 +224,20 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 
 	create("other", "not-yours", map[string]any{"name": "api-*"}, now.Add(time.Hour))
 	create("shop", "expired", map[string]any{"name": "api-*"}, now.Add(-time.Minute))
+	knows(t, m, "silence other/not-yours", "silence shop/expired")
 	if got, ok := m.Mute(inShop("api-0"), noIncidents, time.Now()); ok {
 		t.Fatalf("muted by %q: a silence in namespace other (or an expired one) must not mute shop", got.By)
 	}
-	create("herald", "cluster-wide", map[string]any{"namespace": "shop", "name": "api-0"}, now.Add(2*time.Hour))
-	muted(inShop("api-0"), "silence herald/cluster-wide")
+	// herald's own namespace is no exception: a Silence there naming
+	// shop mutes nothing (it used to mute every namespace).
+	create("herald", "was-cluster-wide", map[string]any{"namespace": "shop", "name": "api-0"}, now.Add(2*time.Hour))
+	create("herald", "everywhere", map[string]any{"name": "api-*"}, now.Add(2*time.Hour))
+	knows(t, m, "silence herald/was-cluster-wide", "silence herald/everywhere")
+	if got, ok := m.Mute(inShop("api-0"), noIncidents, time.Now()); ok {
+		t.Fatalf("muted by %q: a Silence in herald's namespace must mute herald's namespace only", got.By)
+	}
+	createCluster(t, dyn, "cluster-wide", map[string]any{"namespace": "shop", "name": "api-0"}, now.Add(2*time.Hour))
+	muted(inShop("api-0"), "clustersilence cluster-wide")
 	create("shop", "longer", map[string]any{"labelSelector": map[string]any{"matchLabels": map[string]any{"app": "api"}}}, now.Add(3*time.Hour))
 	muted(inShop("api-0"), "silence shop/longer") // the one that ends last
 	got, _ := m.Mute(inShop("api-0"), noIncidents, time.Now())
@@ -208,7 +247,7 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 	if err := dyn.Resource(Resource).Namespace("shop").Delete(ctx, "longer", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	muted(inShop("api-0"), "silence herald/cluster-wide")
+	muted(inShop("api-0"), "clustersilence cluster-wide")
 
 	if _, err := client.CoreV1().Namespaces().Patch(ctx, "other", "application/merge-patch+json",
 		[]byte(`{"metadata":{"annotations":{"`+Annotation+`":"`+now.Add(time.Hour).UTC().Format(time.RFC3339)+`"}}}`), metav1.PatchOptions{}); err != nil {
@@ -216,4 +255,34 @@ func muterOnControlPlane(t *testing.T, env *testenv.Env, dyn dynamic.Interface, 
 	}
 	inOther := &incident.Incident{Rule: "pod-crashloop", Object: rules.ObjectRef{Kind: "Pod", Namespace: "other", Name: "x"}}
 	muted(inOther, "annotation herald.io/silence-until on Namespace/other")
+}
+
+// createCluster creates a ClusterSilence as the client dyn.
+func createCluster(t *testing.T, dyn dynamic.Interface, name string, matchers map[string]any, ends time.Time) {
+	t.Helper()
+	obj := clusterSilenceObject(name, map[string]any{"matchers": matchers, "endsAt": ends.UTC().Format(time.RFC3339)})
+	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
+	if _, err := dyn.Resource(ClusterResource).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// knows waits until m holds the silences refs (as Silence.Ref says them).
+func knows(t *testing.T, m *Muter, refs ...string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		held := map[string]bool{}
+		for _, s := range m.Silences() {
+			held[s.Ref()] = true
+		}
+		for _, r := range refs {
+			if !held[r] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the muter never listed %v: %v", refs, m.Silences())
+	}
 }

@@ -3,6 +3,7 @@ package silence
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/incident"
@@ -64,15 +65,29 @@ func matches(m config.IncidentMatcher, inc *incident.Incident) bool {
 
 // inhibited says whether one of the inhibitions mutes inc (whose objects
 // described holds), given the open incidents, and by which source.
-func inhibited(inhibitions []Inhibition, inc *incident.Incident, described []Object, open incident.Open, objects Objects) (incident.Mute, bool) {
+//
+// A source that a silence-until annotation mutes now inhibits nothing:
+// an annotation is written by whoever may edit that object — a Node's
+// by its own kubelet — and muting one's own alert must not silence the
+// alerts of everything it would explain (the pods of every namespace on
+// a NotReady node). Those go out as usual. A source muted by a Silence,
+// a ClusterSilence or a maintenance window still inhibits: an operator
+// muted it knowing what it explains.
+func (m *Muter) inhibited(inhibitions []Inhibition, inc *incident.Incident, described []Object, open incident.Open, objects Objects, max time.Duration, now time.Time) (incident.Mute, bool) {
 	target := equalValues(inc.Object.Namespace, described)
 	sourceValues := map[*incident.Incident]map[string][]string{} // each source described once
 	valuesOf := func(src *incident.Incident) map[string][]string {
 		if v, ok := sourceValues[src]; ok {
 			return v
 		}
-		objs, _ := describe(src, objects)
+		objs, notes := describe(src, objects)
 		sourceValues[src] = equalValues(src.Object.Namespace, objs)
+		for _, a := range notes {
+			if _, muted := m.annotationMute(a, src, max, now); muted {
+				sourceValues[src] = nil // covers nothing
+				break
+			}
+		}
 		return sourceValues[src]
 	}
 	for _, in := range inhibitions {

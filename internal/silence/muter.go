@@ -35,54 +35,67 @@ type noObjects struct{}
 func (noObjects) Get(watcher.Key) (runtime.Object, bool, error) { return nil, false, nil }
 func (noObjects) NamespaceAnnotation(string, string) string     { return "" }
 
-// Muter decides whether an incident is muted by a Silence resource or an
-// annotation. It implements incident.Muter.
+// Muter decides whether an incident is muted by a Silence or
+// ClusterSilence resource or an annotation. It implements incident.Muter.
 type Muter struct {
-	namespace string // herald's: silences there are cluster-wide
+	namespace string // herald's: a Silence there is told apart at start (scope.go)
 	logger    *slog.Logger
+	clock     *annotationClock
 
 	mu          sync.Mutex
 	generation  uint64  // counts changes to silences
 	objects     Objects // none until Watch
 	inhibitions []Inhibition
 	schedules   map[string]*config.Schedule // by rule
-	silences    map[string]Silence          // namespace/name → silence
+	silences    map[string]Silence          // namespace/name (ClusterSilence: /name) → silence
+	maxDuration time.Duration               // the longest a silence or an annotation mutes
 	// badAnnotations remembers annotation values already reported as
 	// unreadable, so each is logged once.
-	badAnnotations map[string]bool
+	badAnnotations map[annotated]bool
+	// warned remembers the silences (key and generation) whose scope
+	// was warned about.
+	warned map[string]int64
 }
 
 // NewMuter makes a Muter; namespace is herald's own. Until Watch, it
 // mutes nothing.
 func NewMuter(namespace string, logger *slog.Logger) *Muter {
-	return &Muter{namespace: namespace, logger: logger, objects: noObjects{},
-		silences: map[string]Silence{}, badAnnotations: map[string]bool{}}
+	return &Muter{namespace: namespace, logger: logger, objects: noObjects{}, clock: newAnnotationClock(),
+		silences: map[string]Silence{}, maxDuration: MaxDuration, badAnnotations: map[annotated]bool{}, warned: map[string]int64{}}
 }
 
 // Watch makes m read objects (their labels, workloads and annotations)
-// from objects, and keeps its silences in step with an informer on
-// Silence resources (nil: none are served; annotations still mute).
-// Call it before the informers start; synced says when m holds every
-// silence the informer listed.
-func (m *Muter) Watch(objects Objects, inf cache.SharedIndexInformer) (synced cache.InformerSynced, err error) {
+// from objects, and keeps its silences in step with informers on
+// Silence and ClusterSilence resources (none: none are served;
+// annotations still mute). Call it before the informers start; synced
+// says when m holds every silence the informers listed.
+func (m *Muter) Watch(objects Objects, informers ...cache.SharedIndexInformer) (synced cache.InformerSynced, err error) {
 	if objects == nil {
 		objects = noObjects{}
 	}
 	m.mu.Lock()
 	m.objects = objects
 	m.mu.Unlock()
-	if inf == nil {
-		return func() bool { return true }, nil
+	var regs []cache.ResourceEventHandlerRegistration
+	for _, inf := range informers {
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    m.put,
+			UpdateFunc: func(_, obj any) { m.put(obj) },
+			DeleteFunc: m.remove,
+		})
+		if err != nil {
+			return nil, err
+		}
+		regs = append(regs, reg)
 	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    m.put,
-		UpdateFunc: func(_, obj any) { m.put(obj) },
-		DeleteFunc: m.remove,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reg.HasSynced, nil
+	return func() bool {
+		for _, reg := range regs {
+			if !reg.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}, nil
 }
 
 func (m *Muter) put(obj any) {
@@ -96,15 +109,23 @@ func (m *Muter) put(obj any) {
 		m.remove(obj)
 		return
 	}
-	key := s.Namespace + "/" + s.Name
+	key := s.key()
 	m.mu.Lock()
+	s = s.Capped(m.maxDuration)
 	// Only a new spec can mute something new: herald's own status
 	// writes (metadata.generation stays) must not set off a rescan.
-	if old, ok := m.silences[key]; !ok || old.generation != s.generation {
+	old, ok := m.silences[key]
+	if !ok || old.generation != s.generation {
 		m.generation++
 	}
 	m.silences[key] = s
+	warnedAt, seen := m.warned[key]
+	warn := !seen || warnedAt != s.generation
+	m.warned[key] = s.generation
 	m.mu.Unlock()
+	if warn {
+		m.warnScope(s)
+	}
 }
 
 func (m *Muter) remove(obj any) {
@@ -114,13 +135,14 @@ func (m *Muter) remove(obj any) {
 	if o, ok := obj.(metav1.Object); ok {
 		m.mu.Lock()
 		delete(m.silences, o.GetNamespace()+"/"+o.GetName())
+		delete(m.warned, o.GetNamespace()+"/"+o.GetName())
 		m.generation++
 		m.mu.Unlock()
 	}
 }
 
-// Configure puts a configuration's inhibitions and rules' maintenance
-// windows in force (at start and on reload).
+// Configure puts a configuration's inhibitions, rules' maintenance
+// windows and silences.maxDuration in force (at start and on reload).
 func (m *Muter) Configure(cfg *config.Config) {
 	schedules := map[string]*config.Schedule{}
 	for _, r := range cfg.Rules {
@@ -129,13 +151,21 @@ func (m *Muter) Configure(cfg *config.Config) {
 		}
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.inhibitions, m.schedules = Inhibitions(cfg), schedules
-	m.mu.Unlock()
+	if max := cfg.SilenceMaxDuration(); max != m.maxDuration {
+		m.maxDuration = max
+		for key, s := range m.silences {
+			m.silences[key] = s.Capped(max)
+		}
+		m.generation++
+	}
 }
 
 // Version changes when a silence is added, changed or removed, or one
-// starts (incident.Options.MuteVersion): an announced incident may then
-// be newly muted.
+// starts, when silences.maxDuration changes, and when a silence-until
+// annotation changes on an observed kind (incident.Options.MuteVersion):
+// an announced incident may then be newly muted.
 func (m *Muter) Version(now time.Time) uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -148,7 +178,8 @@ func (m *Muter) Version(now time.Time) uint64 {
 	return m.generation<<20 | started
 }
 
-// Silences lists the silences known, by namespace and name.
+// Silences lists the silences known, by namespace and name (ClusterSilences
+// first).
 func (m *Muter) Silences() []Silence {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -157,19 +188,20 @@ func (m *Muter) Silences() []Silence {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Silence) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return strings.Compare(a.key(), b.key())
 	})
 	return out
 }
 
 // Mute says whether inc is muted at now: by its rule's maintenance
-// window, an active Silence that matches it or a silence-until
-// annotation on its objects, their workloads or its namespace (whichever
-// ends last), else by an inhibition whose source is among the open
-// incidents.
+// window, an active Silence or ClusterSilence that matches it or a
+// silence-until annotation on its objects, their workloads or its
+// namespace (whichever ends last; an annotation mutes at most
+// silences.maxDuration from when herald first saw it), else by an
+// inhibition whose source is among the open incidents.
 func (m *Muter) Mute(inc *incident.Incident, open incident.Open, now time.Time) (incident.Mute, bool) {
 	m.mu.Lock()
-	objects, inhibitions, schedule := m.objects, m.inhibitions, m.schedules[inc.Rule]
+	objects, inhibitions, schedule, max := m.objects, m.inhibitions, m.schedules[inc.Rule], m.maxDuration
 	m.mu.Unlock()
 	var best incident.Mute
 	if schedule != nil {
@@ -181,7 +213,7 @@ func (m *Muter) Mute(inc *incident.Incident, open incident.Open, now time.Time) 
 	subj := Subject{Rule: inc.Rule, Reason: inc.Reason, Severity: inc.Severity, Namespace: inc.Object.Namespace, Objects: described}
 	m.mu.Lock()
 	for _, s := range m.silences {
-		if s.State(now) != "active" || !s.Matches(subj, s.Namespace == m.namespace) {
+		if s.State(now) != "active" || !s.Matches(subj) {
 			continue
 		}
 		if s.EndsAt.After(best.Until) {
@@ -190,34 +222,14 @@ func (m *Muter) Mute(inc *incident.Incident, open incident.Open, now time.Time) 
 	}
 	m.mu.Unlock()
 	for _, a := range annotated {
-		until, ok := m.until(a)
-		if ok && now.Before(until) && until.After(best.Until) {
-			best = incident.Mute{By: "annotation " + Annotation + " on " + a.on, Until: until}
+		if mute, ok := m.annotationMute(a, inc, max, now); ok && mute.Until.After(best.Until) {
+			best = mute
 		}
 	}
 	if best.By != "" {
 		return best, true
 	}
-	return inhibited(inhibitions, inc, described, open, objects)
-}
-
-// annotated is one silence-until annotation found on an object.
-type annotated struct{ on, value string }
-
-func (m *Muter) until(a annotated) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339, a.value)
-	if err != nil {
-		m.mu.Lock()
-		first := !m.badAnnotations[a.on+"\x00"+a.value]
-		m.badAnnotations[a.on+"\x00"+a.value] = true
-		m.mu.Unlock()
-		if first {
-			m.logger.Warn("ignoring an annotation that is not an RFC 3339 time (e.g. 2026-11-24T08:00:00Z)",
-				"annotation", Annotation, "on", a.on, "value", a.value)
-		}
-		return time.Time{}, false
-	}
-	return t, true
+	return m.inhibited(inhibitions, inc, described, open, objects, max, now)
 }
 
 // workloadKinds are the kinds that own pods and are a workload themselves.

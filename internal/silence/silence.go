@@ -1,8 +1,10 @@
 // Package silence answers "is this incident muted now, and until when?"
-// for the incident tracker: Silence resources (silences.herald.io), the
+// for the incident tracker: Silence resources (silences.herald.io, each
+// muting its own namespace only), ClusterSilences
+// (clustersilences.herald.io, any namespace: a permission of its own), the
 // herald.io/silence-until annotation on an object, its workload or its
-// namespace, and later maintenance windows and inhibition. It mutes
-// notifications only; incidents live on (internal/incident/mute.go).
+// namespace, maintenance windows and inhibition. It mutes notifications
+// only; incidents live on (internal/incident/mute.go).
 package silence
 
 import (
@@ -16,25 +18,42 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/herald-k8s/herald/config"
 )
 
-// The Silence resource: its kind as herald's watcher spells a custom
-// resource (Kind.version.group), and its API resource.
-const Kind = "Silence.v1alpha1.herald.io"
+// The Silence and ClusterSilence resources: their kinds as herald's
+// watcher spells a custom resource (Kind.version.group), and their API
+// resources.
+const (
+	Kind        = "Silence.v1alpha1.herald.io"
+	ClusterKind = "ClusterSilence.v1alpha1.herald.io"
+)
 
-var Resource = schema.GroupVersionResource{Group: "herald.io", Version: "v1alpha1", Resource: "silences"}
+var (
+	Resource        = schema.GroupVersionResource{Group: "herald.io", Version: "v1alpha1", Resource: "silences"}
+	ClusterResource = schema.GroupVersionResource{Group: "herald.io", Version: "v1alpha1", Resource: "clustersilences"}
+)
 
-// MaxDuration is the longest a Silence may last; the CRD rejects longer
-// ones that give startsAt, and herald ends the others at creation plus
-// this (a forgotten silence must not mute a namespace for ever).
-const MaxDuration = 30 * 24 * time.Hour
+// MaxDuration is the longest a silence may last (config
+// silences.maxDuration may set less); the CRDs reject longer ones that
+// give startsAt, and herald ends the others at creation plus this (a
+// forgotten silence must not mute a namespace for ever).
+const MaxDuration = config.MaxSilenceDuration
 
-// Silence is one parsed Silence resource.
+// Silence is one parsed Silence or ClusterSilence resource.
 type Silence struct {
-	Namespace, Name    string
-	StartsAt, EndsAt   time.Time
-	Comment, CreatedBy string
-	Matchers           Matchers
+	// Namespace is a Silence's, the only one it mutes; "" for a
+	// ClusterSilence.
+	Namespace, Name string
+	// Cluster says it is a ClusterSilence: it mutes any namespace (and
+	// nodes), narrowed by Matchers.Namespace.
+	Cluster bool
+	// EndsAt is when it ends: spec.endsAt, or StartsAt plus the longest
+	// a silence may last if that is sooner (Requested is spec.endsAt).
+	StartsAt, EndsAt, Requested time.Time
+	Comment, CreatedBy          string
+	Matchers                    Matchers
 	// Status is what herald last wrote on it.
 	Status Status
 
@@ -45,9 +64,9 @@ type Silence struct {
 // Matchers select the incidents a Silence mutes: every one given must
 // match (the CRD requires at least one).
 type Matchers struct {
-	// Namespace is a glob on the incident's namespace. It can widen only
-	// a cluster-wide silence: one outside herald's namespace mutes its own
-	// namespace and nothing else, whatever this says.
+	// Namespace is a glob on the incident's namespace. It narrows a
+	// ClusterSilence; a Silence mutes its own namespace and nothing
+	// else, whatever this says.
 	Namespace string `json:"namespace,omitempty"`
 	Kind      string `json:"kind,omitempty"`
 	// Name is a glob (path.Match) on the object's name, or on any
@@ -93,26 +112,32 @@ type spec struct {
 	CreatedBy string       `json:"createdBy,omitempty"`
 }
 
-// Parse reads a Silence resource. The API server has validated it
-// against the CRD; Parse still refuses what it cannot use, saying what.
+// Parse reads a Silence or ClusterSilence resource. The API server has
+// validated it against the CRD; Parse still refuses what it cannot use,
+// saying what. It ends it at most MaxDuration after its start (Capped
+// applies a shorter bound).
 func Parse(u *unstructured.Unstructured) (Silence, error) {
-	s := Silence{Namespace: u.GetNamespace(), Name: u.GetName(), generation: u.GetGeneration()}
+	// A ClusterSilence is cluster-scoped: it has no namespace, and a
+	// Silence always has one.
+	s := Silence{Namespace: u.GetNamespace(), Name: u.GetName(), generation: u.GetGeneration(),
+		Cluster: u.GetKind() == "ClusterSilence" || u.GetNamespace() == ""}
+	if s.Cluster {
+		s.Namespace = ""
+	}
 	raw, _, _ := unstructured.NestedMap(u.Object, "spec")
 	var sp spec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &sp); err != nil {
-		return s, fmt.Errorf("silence %s/%s: %w", s.Namespace, s.Name, err)
+		return s, fmt.Errorf("%s: %w", s.Ref(), err)
 	}
 	if sp.EndsAt == nil {
-		return s, fmt.Errorf("silence %s/%s: spec.endsAt is required", s.Namespace, s.Name)
+		return s, fmt.Errorf("%s: spec.endsAt is required", s.Ref())
 	}
 	s.StartsAt = u.GetCreationTimestamp().Time
 	if sp.StartsAt != nil {
 		s.StartsAt = sp.StartsAt.Time
 	}
-	s.EndsAt = sp.EndsAt.Time
-	if limit := s.StartsAt.Add(MaxDuration); s.EndsAt.After(limit) {
-		s.EndsAt = limit
-	}
+	s.Requested = sp.EndsAt.Time
+	s = s.Capped(MaxDuration)
 	s.Comment, s.CreatedBy, s.Matchers = sp.Comment, sp.CreatedBy, sp.Matchers
 	if st, ok, _ := unstructured.NestedMap(u.Object, "status"); ok {
 		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(st, &s.Status) // herald's own writing; unreadable is rewritten
@@ -120,16 +145,26 @@ func Parse(u *unstructured.Unstructured) (Silence, error) {
 	if sel := sp.Matchers.LabelSelector; sel != nil {
 		compiled, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
-			return s, fmt.Errorf("silence %s/%s: spec.matchers.labelSelector: %w", s.Namespace, s.Name, err)
+			return s, fmt.Errorf("%s: spec.matchers.labelSelector: %w", s.Ref(), err)
 		}
 		s.selector = compiled
 	}
 	for field, glob := range map[string]string{"namespace": s.Matchers.Namespace, "name": s.Matchers.Name} {
 		if _, err := path.Match(glob, ""); err != nil {
-			return s, fmt.Errorf("silence %s/%s: spec.matchers.%s %q is not a valid glob: %w", s.Namespace, s.Name, field, glob, err)
+			return s, fmt.Errorf("%s: spec.matchers.%s %q is not a valid glob: %w", s.Ref(), field, glob, err)
 		}
 	}
 	return s, nil
+}
+
+// Capped is s ending at most max after its start: spec.endsAt, or
+// StartsAt+max if that is sooner.
+func (s Silence) Capped(max time.Duration) Silence {
+	s.EndsAt = s.Requested
+	if limit := s.StartsAt.Add(max); s.EndsAt.After(limit) {
+		s.EndsAt = limit
+	}
+	return s
 }
 
 // State is where a silence is in its life at now.
@@ -143,8 +178,18 @@ func (s Silence) State(now time.Time) string {
 	return "expired"
 }
 
-// Ref names the silence for people: "silence shop/deploy-api".
-func (s Silence) Ref() string { return "silence " + s.Namespace + "/" + s.Name }
+// Ref names the silence for people: "silence shop/deploy-api",
+// "clustersilence nightly-etl".
+func (s Silence) Ref() string {
+	if s.Cluster {
+		return "clustersilence " + s.Name
+	}
+	return "silence " + s.Namespace + "/" + s.Name
+}
+
+// key is s's key in the Muter: "/name" for a ClusterSilence (no
+// namespace is empty).
+func (s Silence) key() string { return s.Namespace + "/" + s.Name }
 
 // Subject is what a silence is matched against: the incident's object
 // and, for an incident grouped by workload, its affected pods.
@@ -162,11 +207,12 @@ type Object struct {
 	Node       string // a pod's node
 }
 
-// Matches reports whether s mutes an incident about subj. clusterWide
-// says s lives in herald's namespace.
-func (s Silence) Matches(subj Subject, clusterWide bool) bool {
+// Matches reports whether s mutes an incident about subj. A Silence
+// mutes only incidents in its own namespace, wherever it lives: muting
+// across namespaces is a ClusterSilence, a permission of its own.
+func (s Silence) Matches(subj Subject) bool {
 	m := s.Matchers
-	if (!clusterWide && subj.Namespace != s.Namespace) || (m.Namespace != "" && !glob(m.Namespace, subj.Namespace)) {
+	if (!s.Cluster && subj.Namespace != s.Namespace) || (m.Namespace != "" && !glob(m.Namespace, subj.Namespace)) {
 		return false
 	}
 	if (m.Rule != "" && m.Rule != subj.Rule) || (m.Reason != "" && m.Reason != subj.Reason) || (m.Severity != "" && m.Severity != subj.Severity) {

@@ -11,16 +11,16 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// Status is what herald reports on a Silence: where it is in its life
-// and how many open incidents it mutes.
+// Status is what herald reports on a Silence or ClusterSilence: where it
+// is in its life and how many open incidents it mutes.
 type Status struct {
 	State          string `json:"state,omitempty"`
 	MutedIncidents int    `json:"mutedIncidents"`
 }
 
-// StatusWriter keeps every Silence's status current, so that `kubectl get
-// silences` shows which are active and what they hold back. Only the
-// leader runs it.
+// StatusWriter keeps every Silence's and ClusterSilence's status
+// current, so that `kubectl get silences,clustersilences` shows which
+// are active and what they hold back. Only the leader runs it.
 type StatusWriter struct {
 	Muter  *Muter
 	Client dynamic.Interface
@@ -53,11 +53,15 @@ func (w StatusWriter) write(ctx context.Context, now time.Time) {
 			continue
 		}
 		patch, _ := json.Marshal(map[string]any{"status": want})
-		_, err := w.Client.Resource(Resource).Namespace(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		res := w.Client.Resource(Resource).Namespace(s.Namespace)
+		if s.Cluster {
+			res = w.Client.Resource(ClusterResource)
+		}
+		_, err := res.Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		if err != nil && ctx.Err() == nil {
 			// The next tick tries again; a silence deleted meanwhile is
 			// simply gone.
-			w.Logger.Warn("could not write a silence's status", "silence", s.Namespace+"/"+s.Name, "error", err)
+			w.Logger.Warn("could not write a silence's status", "silence", s.Ref(), "error", err)
 		}
 	}
 }
