@@ -23,9 +23,9 @@ Usage:
   herald validate -f FILE [--offline]
   herald test -f FILE (--object OBJECTS.yaml ... | --kubeconfig FILE)
   herald incidents [--kubeconfig FILE] [--namespace NS] [-o table|json]
-  herald silence create --namespace NS (--workload W | --name GLOB | --rule R | ...) (--for 2h | --until TIME) --comment TEXT
+  herald silence create (--namespace NS | --all-namespaces) (--workload W | --name GLOB | --rule R | ...) (--for 2h | --until TIME) --comment TEXT
   herald silence list [--namespace NS | -A]
-  herald silence expire --namespace NS NAME
+  herald silence expire (--namespace NS | --all-namespaces) NAME
   herald version
 `
 

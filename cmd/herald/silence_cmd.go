@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -22,8 +20,9 @@ import (
 	"github.com/herald-k8s/herald/internal/silence"
 )
 
-// cmdSilence creates, lists and expires Silence resources, so that
-// muting a known problem is one command with an end time and an owner.
+// cmdSilence creates, lists and expires Silence and ClusterSilence
+// resources, so that muting a known problem is one command with an end
+// time and an owner.
 func (c cli) cmdSilence(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(c.stderr, "herald silence: want create, list or expire")
@@ -45,6 +44,15 @@ func (c cli) cmdSilence(ctx context.Context, args []string) int {
 type silenceClients struct {
 	dyn   dynamic.Interface
 	typed *kube.Client
+}
+
+// resource is where silences live: a namespace's Silences ("" all
+// namespaces), or the ClusterSilences.
+func (c silenceClients) resource(namespace string, cluster bool) dynamic.ResourceInterface {
+	if cluster {
+		return c.dyn.Resource(silence.ClusterResource)
+	}
+	return c.dyn.Resource(silence.Resource).Namespace(namespace)
 }
 
 func newSilenceClients(kubeconfig string) (silenceClients, error) {
@@ -80,15 +88,20 @@ func crdMissing(err error) bool {
 	return d == nil || d.Name == ""
 }
 
-// explain turns the API's answer into what to do about it.
-func explain(err error, verb, namespace string) error {
+// explain turns the API's answer into what to do about it; cluster says
+// it was about ClusterSilences.
+func explain(err error, verb, namespace string, cluster bool) error {
 	where := "in namespace " + namespace
 	if namespace == "" {
 		where = "in any namespace"
 	}
 	switch {
+	case crdMissing(err) && cluster:
+		return errors.New("the ClusterSilence resource (clustersilences.herald.io) is not installed in this cluster: kubectl apply -f charts/herald/crds/ (helm upgrade does not install a chart's new CRDs)")
 	case crdMissing(err):
 		return errors.New("the Silence resource (silences.herald.io) is not installed in this cluster: install herald's Helm chart, or kubectl apply -f charts/herald/crds/")
+	case apierrors.IsForbidden(err) && cluster:
+		return fmt.Errorf("you may not %s clustersilences (%v): muting across namespaces is a permission of its own; ask herald's operators for the chart's <release>-clustersilences-admin ClusterRole, or create a Silence in your namespace", verb, apierrors.ReasonForError(err))
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("you may not %s silences %s (%v); ask for the edit role there (herald's chart adds silences to view, edit and admin)", verb, where, apierrors.ReasonForError(err))
 	}
@@ -99,7 +112,9 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("herald silence create", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	namespace := fs.String("namespace", "", "the namespace to silence (required); herald's own namespace silences cluster-wide")
+	namespace := fs.String("namespace", "", "the namespace to silence: a Silence there mutes it and nothing else (or --all-namespaces)")
+	cluster := fs.Bool("all-namespaces", false, "create a ClusterSilence, which mutes any namespace (narrow it with --match-namespace) and nodes: a permission of its own")
+	fs.BoolVar(cluster, "A", false, "short for --all-namespaces")
 	m := silence.Matchers{}
 	fs.StringVar(&m.Workload, "workload", "", `the workload: "api" or "Deployment/api"`)
 	fs.StringVar(&m.Name, "name", "", `a glob on the object's (or a pod's) name, e.g. "api-*"`)
@@ -107,7 +122,7 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	fs.StringVar(&m.Rule, "rule", "", "herald's rule name")
 	fs.StringVar(&m.Reason, "reason", "", "the reason, e.g. CrashLoopBackOff")
 	fs.StringVar(&m.Severity, "severity", "", "info, warning or critical")
-	fs.StringVar(&m.Namespace, "match-namespace", "", "a glob on namespaces, for a cluster-wide silence in herald's namespace")
+	fs.StringVar(&m.Namespace, "match-namespace", "", `a glob on namespaces, e.g. "batch-*" (with --all-namespaces)`)
 	selector := fs.String("selector", "", `a label selector, e.g. "app=api,tier!=db"`)
 	length := fs.Duration("for", 0, "how long, e.g. 2h (or --until)")
 	until := fs.String("until", "", "when it ends, RFC 3339 (or --for)")
@@ -121,8 +136,13 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "herald silence create: "+format+"\n", args...)
 		return 2
 	}
-	if *namespace == "" {
-		return fail("--namespace is required: a silence mutes the namespace it is created in")
+	switch {
+	case *cluster && *namespace != "":
+		return fail("give --namespace (a Silence, muting that namespace) or --all-namespaces (a ClusterSilence), not both")
+	case !*cluster && *namespace == "":
+		return fail("--namespace is required: a silence mutes the namespace it is created in (or --all-namespaces, for a ClusterSilence)")
+	case !*cluster && m.Namespace != "" && m.Namespace != *namespace:
+		return fail("--match-namespace narrows a ClusterSilence (--all-namespaces): a Silence in %s mutes %s and nothing else", *namespace, *namespace)
 	}
 	if *comment == "" {
 		return fail("--comment is required: say why, for whoever sees the muted alerts")
@@ -183,13 +203,20 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 		"metadata": map[string]any{"generateName": "silence-", "namespace": *namespace},
 		"spec":     spec,
 	}}
-	created, err := clients.dyn.Resource(silence.Resource).Namespace(*namespace).Create(ctx, obj, metav1.CreateOptions{})
+	if *cluster {
+		obj.SetKind("ClusterSilence")
+		obj.SetNamespace("")
+	}
+	created, err := clients.resource(*namespace, *cluster).Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
-		fmt.Fprintln(c.stderr, "herald silence create:", explain(err, "create", *namespace))
+		fmt.Fprintln(c.stderr, "herald silence create:", explain(err, "create", *namespace, *cluster))
 		return 1
 	}
-	fmt.Fprintf(c.stdout, "silence %s/%s created: mutes until %s (in %s)\n", created.GetNamespace(), created.GetName(),
-		end.UTC().Format(time.RFC3339), time.Until(end).Round(time.Second))
+	what := "silence " + created.GetNamespace() + "/" + created.GetName()
+	if *cluster {
+		what = "clustersilence " + created.GetName()
+	}
+	fmt.Fprintf(c.stdout, "%s created: mutes until %s (in %s)\n", what, end.UTC().Format(time.RFC3339), time.Until(end).Round(time.Second))
 	return 0
 }
 
@@ -200,92 +227,4 @@ func whoAmI(ctx context.Context, client *kube.Client) string {
 		return os.Getenv("USER")
 	}
 	return r.Status.UserInfo.Username
-}
-
-func (c cli) silenceList(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("herald silence list", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	namespace := fs.String("namespace", "", "one namespace (default: all, as -A)")
-	fs.Bool("A", false, "all namespaces (the default)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	clients, err := newSilenceClients(*kubeconfig)
-	if err != nil {
-		fmt.Fprintln(c.stderr, "herald silence list:", err)
-		return 1
-	}
-	list, err := clients.dyn.Resource(silence.Resource).Namespace(*namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		fmt.Fprintln(c.stderr, "herald silence list:", explain(err, "list", *namespace))
-		return 1
-	}
-	now := time.Now()
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tENDS\tMATCHERS\tMUTED\tBY\tCOMMENT")
-	for i := range list.Items {
-		s, err := silence.Parse(&list.Items[i])
-		if err != nil {
-			fmt.Fprintf(tw, "%s\t%s\tinvalid\t\t%v\t\t\t\n", list.Items[i].GetNamespace(), list.Items[i].GetName(), err)
-			continue
-		}
-		muted, _, _ := unstructured.NestedInt64(list.Items[i].Object, "status", "mutedIncidents")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.Namespace, s.Name, s.State(now), s.EndsAt.UTC().Format(time.RFC3339),
-			s.Matchers.String(), muted, s.CreatedBy, s.Comment)
-	}
-	tw.Flush()
-	return 0
-}
-
-func (c cli) silenceExpire(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("herald silence expire", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	namespace := fs.String("namespace", "", "the silence's namespace (required)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *namespace == "" || fs.NArg() != 1 {
-		fmt.Fprintln(c.stderr, "herald silence expire: want --namespace NS and one silence name")
-		return 2
-	}
-	name := fs.Arg(0)
-	clients, err := newSilenceClients(*kubeconfig)
-	if err != nil {
-		fmt.Fprintln(c.stderr, "herald silence expire:", err)
-		return 1
-	}
-	res := clients.dyn.Resource(silence.Resource).Namespace(*namespace)
-	obj, err := res.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if apierrors.IsNotFound(err) && !crdMissing(err) {
-			fmt.Fprintf(c.stderr, "herald silence expire: no silence %s in namespace %s (herald silence list shows them)\n", name, *namespace)
-			return 1
-		}
-		fmt.Fprintln(c.stderr, "herald silence expire:", explain(err, "get", *namespace))
-		return 1
-	}
-	s, err := silence.Parse(obj)
-	now := time.Now().UTC().Truncate(time.Second)
-	if err != nil || !now.After(s.StartsAt) {
-		// Not started yet (or unreadable): nothing to keep a record of.
-		if err := res.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			fmt.Fprintln(c.stderr, "herald silence expire:", explain(err, "delete", *namespace))
-			return 1
-		}
-		fmt.Fprintf(c.stdout, "silence %s/%s had not started: deleted\n", *namespace, name)
-		return 0
-	}
-	if s.State(now) == "expired" {
-		fmt.Fprintf(c.stdout, "silence %s/%s had already expired at %s\n", *namespace, name, s.EndsAt.UTC().Format(time.RFC3339))
-		return 0
-	}
-	patch := fmt.Sprintf(`{"spec":{"endsAt":%q}}`, now.Format(time.RFC3339))
-	if _, err := res.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		fmt.Fprintln(c.stderr, "herald silence expire:", explain(err, "update", *namespace))
-		return 1
-	}
-	fmt.Fprintf(c.stdout, "silence %s/%s expired: what it muted and is still firing goes out now\n", *namespace, name)
-	return 0
 }

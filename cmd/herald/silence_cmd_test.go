@@ -18,9 +18,10 @@ import (
 )
 
 // TestSilenceCommand drives herald silence create, list and expire
-// against the real API server: before the CRD is installed, as an admin,
-// as a user whose RBAC allows silences in one namespace only, and as one
-// with no access at all.
+// against the real API server: before the CRDs are installed, with only
+// the Silence CRD (a chart upgraded without applying its new CRD), as an
+// admin, as a user whose RBAC allows silences in one namespace only, and
+// as one with no access at all; ClusterSilences with --all-namespaces.
 func TestSilenceCommand(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
@@ -54,6 +55,18 @@ func TestSilenceCommand(t *testing.T) {
 	if err := env.InstallCRDs(ctx, silenceCRDs); err != nil {
 		t.Fatal(err)
 	}
+	// Only the Silence CRD (helm upgrade does not install new CRDs):
+	// Silences are listed, ClusterSilences are said to be missing.
+	if code, _, errOut := herald("list", "--kubeconfig", adminKC); code != 0 || !strings.Contains(errOut, "ClusterSilences not shown: the ClusterSilence resource (clustersilences.herald.io) is not installed") {
+		t.Errorf("without the ClusterSilence CRD, list: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := herald("create", "--kubeconfig", adminKC, "-A", "--rule", "x", "--for", "1h", "--comment", "x"); code != 1 ||
+		!strings.Contains(errOut, "kubectl apply -f charts/herald/crds/ (helm upgrade does not install a chart's new CRDs)") {
+		t.Errorf("without the ClusterSilence CRD, create -A: exit %d, %q", code, errOut)
+	}
+	if err := env.InstallCRDs(ctx, clusterSilenceCRDs); err != nil {
+		t.Fatal(err)
+	}
 	createNamespaces(t, admin, "shop", "other")
 	// alice may edit silences in shop only (as the chart's aggregated
 	// edit role would give her there); bob may do nothing.
@@ -73,6 +86,10 @@ func TestSilenceCommand(t *testing.T) {
 		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--comment", "x"}, // no end
 		{"create", "--kubeconfig", adminKC, "--workload", "api", "--comment", "x", "--for", "2h"},         // no namespace
 		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--comment", "x", "--until", "monday"},
+		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--all-namespaces", "--workload", "api", "--comment", "x", "--for", "2h"},
+		{"create", "--kubeconfig", adminKC, "--namespace", "herald", "--match-namespace", "batch-*", "--rule", "x", "--comment", "x", "--for", "2h"},
+		{"expire", "--kubeconfig", adminKC, "--namespace", "shop", "-A", "x"},
+		{"expire", "--kubeconfig", adminKC, "x"},
 	} {
 		if code, _, errOut := herald(bad...); code != 2 || errOut == "" {
 			t.Errorf("%v: exit %d, %q; want 2 and what is wrong", bad, code, errOut)
@@ -106,11 +123,39 @@ func TestSilenceCommand(t *testing.T) {
 	if code, _, errOut := herald("list", "--kubeconfig", bobKC); code != 1 || !strings.Contains(errOut, "you may not list silences in any namespace") {
 		t.Errorf("bob lists: exit %d, %q; want 1 and that RBAC forbids it", code, errOut)
 	}
+	// Muting every namespace is a permission of its own.
+	if code, _, errOut := herald("create", "--kubeconfig", aliceKC, "--all-namespaces", "--name", "db-*", "--for", "30m", "--comment", "migrating"); code != 1 ||
+		!strings.Contains(errOut, "you may not create clustersilences") || !strings.Contains(errOut, "clustersilences-admin") {
+		t.Errorf("alice creates a ClusterSilence: exit %d, %q; want 1 and that it is a permission of its own", code, errOut)
+	}
+	code, out, errOut = herald("create", "--kubeconfig", adminKC, "-A", "--match-namespace", "batch-*", "--rule", "job-failed", "--for", "1h", "--comment", "nightly ETL",
+		"--starts", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
+	cluster := regexp.MustCompile(`clustersilence (silence-\S+) created`).FindStringSubmatch(out)
+	if code != 0 || cluster == nil {
+		t.Fatalf("create -A: exit %d, %q %q", code, out, errOut)
+	}
+	if obj, err := dyn.Resource(silence.ClusterResource).Get(ctx, cluster[1], metav1.GetOptions{}); err != nil || obj.GetNamespace() != "" {
+		t.Errorf("the ClusterSilence: %v", err)
+	} else if s, err := silence.Parse(obj); err != nil || !s.Cluster || s.Matchers.Namespace != "batch-*" || s.Matchers.Rule != "job-failed" {
+		t.Errorf("created %+v (%v)", s, err)
+	}
 
-	code, out, _ = herald("list", "--kubeconfig", aliceKC, "--namespace", "shop")
+	code, out, errOut = herald("list", "--kubeconfig", aliceKC, "--namespace", "shop")
 	if code != 0 || !regexp.MustCompile(name[1]+`\s+active\s+\S+\s+workload=api\s+0\s+`+testenv.AdminUser+`\s+deploying the fix`).MatchString(out) ||
-		!regexp.MustCompile(`active\s+\S+\s+name=db-\*\s+0\s+alice\s+migrating`).MatchString(out) {
-		t.Errorf("list: exit %d:\n%s", code, out)
+		!regexp.MustCompile(`active\s+\S+\s+name=db-\*\s+0\s+alice\s+migrating`).MatchString(out) ||
+		!strings.Contains(errOut, "ClusterSilences not shown: you may not list clustersilences") {
+		t.Errorf("list: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, _ = herald("list", "--kubeconfig", adminKC, "-A")
+	if code != 0 || !regexp.MustCompile(`\(cluster\)\s+`+cluster[1]+`\s+active\s+\S+\s+namespace=batch-\*\s+rule=job-failed\s+0\s+`+testenv.AdminUser+`\s+nightly ETL`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^shop\s+`+name[1]).MatchString(out) {
+		t.Errorf("list -A: exit %d:\n%s", code, out)
+	}
+	if code, out, errOut := herald("expire", "--kubeconfig", adminKC, "--all-namespaces", cluster[1]); code != 0 || out != "clustersilence "+cluster[1]+" expired: what it muted and is still firing goes out now\n" {
+		t.Errorf("expire -A: exit %d, %q %q", code, out, errOut)
+	}
+	if code, _, errOut := herald("expire", "--kubeconfig", adminKC, "-A", "no-such"); code != 1 || !strings.Contains(errOut, "no silence no-such among the ClusterSilences") {
+		t.Errorf("expire -A an unknown silence: exit %d, %q", code, errOut)
 	}
 
 	if code, out, errOut := herald("expire", "--kubeconfig", adminKC, "--namespace", "shop", name[1]); code != 0 || !strings.Contains(out, "expired") {
