@@ -30,7 +30,8 @@ func ParseURL(raw string) (*url.URL, error) {
 }
 
 // NewHTTPClient makes a client with its own transport: shared transports
-// (http.DefaultTransport) are neither used nor modified.
+// (http.DefaultTransport) are neither used nor modified. It follows
+// redirects only to the same host (SameHostRedirects).
 func NewHTTPClient(timeout time.Duration, t TLSOptions) (*http.Client, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 4
@@ -41,7 +42,7 @@ func NewHTTPClient(timeout time.Duration, t TLSOptions) (*http.Client, error) {
 	if tlsCfg != nil {
 		transport.TLSClientConfig = tlsCfg
 	}
-	return &http.Client{Timeout: timeout, Transport: transport}, nil
+	return &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: SameHostRedirects}, nil
 }
 
 // Post sends body to target and reads the answer the way every HTTP sink
@@ -59,9 +60,10 @@ func Post(ctx context.Context, client *http.Client, target string, header http.H
 	req.Header = header
 	resp, err := client.Do(req)
 	if err != nil {
+		refused := errors.Is(err, ErrRedirectRefused)
 		err = fmt.Errorf("%s: %v", what, RedactURLError(err))
 		var certErr *tls.CertificateVerificationError
-		if errors.As(err, &certErr) || strings.Contains(err.Error(), "x509:") {
+		if errors.As(err, &certErr) || strings.Contains(err.Error(), "x509:") || refused {
 			return nil, err
 		}
 		return nil, &Retryable{Err: err}

@@ -53,7 +53,7 @@ func New(opts Options) *Sink {
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	client := &http.Client{Timeout: opts.Timeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	client := &http.Client{Timeout: opts.Timeout, Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: sinks.SameHostRedirects}
 	s := &Sink{opts: opts, client: client, now: time.Now}
 	if opts.Token != "" {
 		apiOpts := []slack.Option{slack.OptionHTTPClient(client)}
