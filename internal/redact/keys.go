@@ -1,0 +1,408 @@
+package redact
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Secrets named by a key: key=value pairs, command-line flags and
+// Kubernetes env entries. The keys that hold one of the words below are
+// found from the words' occurrences; secretKey then decides, by the
+// key's parts, whether it names a secret (DB_PASSWORD_B64, clientSecret,
+// ENCRYPTION_KEY) or something about one (secretName, token_ttl,
+// max_tokens).
+
+// keyWords: every secret key holds one of them (the triggers).
+var keyWords = []string{"pass", "pwd", "pw", "secret", "token", "cred", "key", "sig", "sess"}
+
+func isKeyByte(c byte) bool { return isWordByte(c) || c == '.' || c == '-' }
+
+// keys returns the spans of the keys (runs of letters, digits, _ . -)
+// that hold a key word, in order, each once.
+func (t *text) keySpans() [][2]int {
+	if t.keysDone {
+		return t.keys
+	}
+	t.keysDone = true
+	var at []int
+	for _, w := range keyWords {
+		for i := 0; ; {
+			j := strings.Index(t.lower[i:], w)
+			if j < 0 {
+				break
+			}
+			at = append(at, i+j)
+			i += j + len(w)
+		}
+	}
+	slices.Sort(at)
+	end := -1
+	for _, i := range at {
+		if i < end {
+			continue // in the key found last
+		}
+		start := i
+		for start > 0 && isKeyByte(t.s[start-1]) {
+			start--
+		}
+		end = i
+		for end < len(t.s) && isKeyByte(t.s[end]) {
+			end++
+		}
+		t.keys = append(t.keys, [2]int{start, end})
+	}
+	return t.keys
+}
+
+// separator reads what follows a key at i: a closing quote (", ', `, \",
+// \\\", %22, &quot;), spaces, a separator (= : => := %3D %3A), spaces.
+// between is the quote and spaces before the separator; at is where the
+// value starts; ok is false if there is no separator.
+func separator(s string, i int) (between, sep string, at int, ok bool) {
+	j, k := i, i
+	for k < len(s) && k-i < 3 && s[k] == '\\' {
+		k++
+	}
+	if k < len(s) && (s[k] == '"' || s[k] == '\'' || s[k] == '`') {
+		j = k + 1
+	} else {
+		for _, q := range []string{"%22", "%27", "&quot;", "&#34;"} {
+			if hasPrefixFold(s[j:], q) {
+				j += len(q)
+				break
+			}
+		}
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	between = s[i:j]
+	switch rest := s[j:]; {
+	case strings.HasPrefix(rest, "=>") || strings.HasPrefix(rest, ":="):
+		sep = rest[:2]
+	case rest != "" && (rest[0] == ':' || rest[0] == '='):
+		sep = rest[:1]
+	case hasPrefixFold(rest, "%3a") || hasPrefixFold(rest, "%3d"):
+		sep = rest[:3]
+	default:
+		return "", "", 0, false
+	}
+	at = j + len(sep)
+	for at < len(s) && (s[at] == ' ' || s[at] == '\t') {
+		at++
+	}
+	return between, sep, at, true
+}
+
+// keyValueRule: password=…, "clientSecret": "…", DB_PASSWORD_B64: …,
+// {\"password\":\"…\"}, password%3D… (URL-encoded), X-Api-Key: ….
+func keyValueRule() rule {
+	return rule{name: "key-value", triggers: keyWords, find: func(t *text, out []span) []span {
+		s := t.s
+		covered := 0 // a value redacted already runs to here
+		for _, k := range t.keySpans() {
+			if k[0] < covered {
+				continue
+			}
+			between, sep, at, ok := separator(s, k[1])
+			if !ok || sep == ":" && at < len(s) && (s[at] == ':' || strings.HasPrefix(s[at:], "//")) || k[0] > 0 && s[k[0]-1] == '/' {
+				continue // a path (a::b, registry/secret:1.2) or a URL (scheme://)
+			}
+			key := s[k[0]:k[1]]
+			if !secretKey(key) || key == "PASS" && sep == ":" {
+				continue // (--- PASS: TestX is a test passing)
+			}
+			// "a-secret" : x is a quoted name, not a key ("key" : "v" of
+			// pretty-printed JSON has a quoted value).
+			quotedName := strings.TrimRight(between, " \t") != between && strings.Trim(between, " \t") != ""
+			start, end, quoted := value(s, at)
+			v := s[start:end]
+			if v == "" || isPlaceholder(v) || harmless(v) || shellDir(key, v) {
+				continue
+			}
+			if !quoted && (v[0] == '{' || v[0] == '(' || sep == ":" && prose(v) || quotedName) {
+				continue // a structure (its own pairs are found), or words
+			}
+			out, covered = append(out, span{start, end, Redacted}), end
+		}
+		return out
+	}}
+}
+
+// flagRule: --password x, --client-secret "a b", -token x.
+func flagRule() rule {
+	return rule{name: "flag", triggers: keyWords, find: func(t *text, out []span) []span {
+		s := t.s
+		covered := 0
+		for _, k := range t.keySpans() {
+			if k[0] < covered || s[k[0]] != '-' || k[0] > 0 && strings.IndexByte(" \t\n\"'=[,(", s[k[0]-1]) < 0 {
+				continue
+			}
+			at := k[1]
+			for at < len(s) && (s[at] == ' ' || s[at] == '\t') {
+				at++
+			}
+			if at == k[1] || at >= len(s) || s[at] == '-' || !secretKey(s[k[0]:k[1]]) {
+				continue
+			}
+			start, end, _ := value(s, at)
+			if v := s[start:end]; v != "" && !isPlaceholder(v) && !harmless(v) {
+				out, covered = append(out, span{start, end, Redacted}), end
+			}
+		}
+		return out
+	}}
+}
+
+var (
+	userFlag = regexp.MustCompile(`(?:^|\s)(?:-u|--user|--username)[\s=]`)
+	portLike = regexp.MustCompile(`^[0-9]+(?::[0-9]+)*(?:/[a-z]+)?$`)
+)
+
+// shortFlagRule: -p x / -pSECRET of the clients where -p is a password
+// (mysql, mongo, sshpass, or beside a -u user flag; not docker's
+// -p 8080:80), -a x of redis-cli.
+func shortFlagRule() rule {
+	return rule{name: "short-flag", triggers: []string{"-p", "-a"}, find: func(t *text, out []span) []span {
+		s := t.s
+		var line lineOf
+		for _, flag := range []string{"-p", "-a"} {
+			for i := 0; ; {
+				j := strings.Index(s[i:], flag)
+				if j < 0 {
+					break
+				}
+				f := i + j
+				i = f + 2
+				if f > 0 && strings.IndexByte(" \t\n", s[f-1]) < 0 {
+					continue
+				}
+				at := f + 2
+				for at < len(s) && (s[at] == ' ' || s[at] == '\t') {
+					at++
+				}
+				if at >= len(s) || s[at] == '-' {
+					continue
+				}
+				start, end, _ := value(s, at)
+				v := s[start:end]
+				if v == "" || isPlaceholder(v) {
+					continue
+				}
+				if flag == "-p" && (line.mentions(t, f, mentionsPClient) || !portLike.MatchString(v) && line.mentions(t, f, mentionsUser)) ||
+					flag == "-a" && line.mentions(t, f, mentionsAClient) {
+					out = append(out, span{start, end, Redacted})
+				}
+			}
+		}
+		return out
+	}}
+}
+
+// closeQuote is a quote that may end a quoted name: ", ', `, \", \\\",
+// %22, &quot;.
+const closeQuote = `(?:\\{0,3}["'` + "`" + `]|%22|%27|&quot;|&#34;)?`
+
+var envPair = regexp.MustCompile(`(?i)\bname` + closeQuote + `[ \t]*[:=][ \t]*\\{0,3}["']?([a-z0-9_.\-]+)` + closeQuote + `[ \t]*,?\s*\\{0,3}["']?value` + closeQuote + `[ \t]*[:=][ \t]*`)
+
+// envPairRule: a container's env printed as data: {"name":"DB_PASSWORD",
+// "value":"…"}, or name: DB_PASSWORD / value: … in YAML.
+func envPairRule() rule {
+	return rule{name: "env-pair", triggers: []string{"value"}, find: func(t *text, out []span) []span {
+		s := t.s
+		if !strings.Contains(t.lower, "name") {
+			return out
+		}
+		covered := 0
+		for _, m := range envPair.FindAllStringSubmatchIndex(s, -1) {
+			if m[0] < covered || !secretKey(s[m[2]:m[3]]) {
+				continue
+			}
+			start, end, _ := value(s, m[1])
+			if v := s[start:end]; v != "" && !isPlaceholder(v) && !harmless(v) {
+				out, covered = append(out, span{start, end, Redacted}), end
+			}
+		}
+		return out
+	}}
+}
+
+// lineOf is the line around a match and what it mentions, worked out
+// once per line however many matches it holds.
+type lineOf struct {
+	start, end int
+	known      bool
+	answers    [3]int8 // by question: 0 not asked, 1 yes, -1 no
+}
+
+// Questions a rule asks of a line.
+const (
+	mentionsPClient = iota // mysql, mongo, sshpass: -p is a password
+	mentionsAClient        // redis-cli: -a is a password
+	mentionsAWS            // aws, secret, an access key id
+	mentionsUser           // a -u/--user flag
+)
+
+var questions = [...][]string{
+	mentionsPClient: {"mysql", "mariadb", "mongo", "sshpass"},
+	mentionsAClient: {"redis-cli", "keydb-cli"},
+	mentionsAWS:     {"aws", "secret", "akia", "asia"},
+}
+
+// mentions answers question q about the line of t holding position i.
+func (l *lineOf) mentions(t *text, i, q int) bool {
+	if !l.known || i < l.start || i >= l.end {
+		l.start = strings.LastIndexByte(t.s[:i], '\n') + 1
+		l.end = endOfLine(t.s, i, "")
+		l.known, l.answers = true, [3]int8{}
+	}
+	if q == mentionsUser {
+		return userFlag.MatchString(t.lower[l.start:l.end])
+	}
+	if l.answers[q] == 0 {
+		l.answers[q] = -1
+		if containsAny(t.lower[l.start:l.end], questions[q]) {
+			l.answers[q] = 1
+		}
+	}
+	return l.answers[q] == 1
+}
+
+// shellDir: PWD=/app is the shell's working directory, not ODBC's
+// password (Pwd=…).
+func shellDir(key, v string) bool {
+	k := strings.ToLower(strings.TrimLeft(key, "-"))
+	return (k == "pwd" || k == "oldpwd") && (v[0] == '/' || v[0] == '~')
+}
+
+// secretWords name a secret wherever they stand in a key part
+// ("dbpassword", "clientsecret").
+var secretWords = []string{"password", "passwd", "passphrase", "secret", "token", "credential",
+	"apikey", "privatekey", "accesskey", "signature", "sessionid", "sessid"}
+
+// keyQualifiers make "key" a secret: api_key, ENCRYPTION_KEY, AccountKey.
+var keyQualifiers = map[string]bool{
+	"api": true, "access": true, "private": true, "secret": true, "encryption": true, "encrypt": true,
+	"enc": true, "signing": true, "sign": true, "master": true, "client": true, "hmac": true,
+	"aes": true, "license": true, "licence": true, "account": true, "app": true, "auth": true,
+	"session": true, "shared": true, "storage": true, "service": true, "ssh": true, "jwt": true,
+	"crypto": true, "cipher": true, "root": true, "admin": true, "deploy": true, "webhook": true,
+	"consumer": true, "subscription": true, "decryption": true, "wrapping": true, "data": true,
+}
+
+// aboutSecret: a key part after the secret word that makes the key about
+// a secret, not the secret (secret_name, token_ttl, password_length).
+var aboutSecret = map[string]bool{
+	"name": true, "names": true, "ref": true, "refs": true, "path": true, "paths": true, "file": true,
+	"files": true, "filename": true, "dir": true, "type": true, "kind": true, "len": true,
+	"length": true, "count": true, "size": true, "ttl": true, "timeout": true, "expiry": true,
+	"expires": true, "expiresin": true, "expiresat": true, "expiration": true, "exp": true,
+	"version": true, "policy": true, "min": true, "max": true, "rotation": true, "rotated": true,
+	"age": true, "url": true, "uri": true, "endpoint": true, "source": true, "provider": true,
+	"mount": true, "field": true, "env": true, "namespace": true, "store": true, "manager": true,
+	"backend": true, "mode": true, "format": true, "strength": true, "hint": true, "required": true,
+	"valid": true, "invalid": true, "enabled": true, "updated": true, "created": true,
+	"changed": true, "reset": true, "label": true, "selector": true, "less": true, "izer": true,
+	"ize": true, "ized": true, "izing": true, "ization": true, "present": true, "missing": true,
+}
+
+// notSecretTokens: what precedes "token" in keys of pagination and
+// language models (next_page_token, max_tokens, prompt_tokens).
+var notSecretTokens = []string{"page", "next", "continue", "cancel", "cancellation", "resume", "sync",
+	"max", "num", "total", "prompt", "completion", "input", "output", "cached", "reasoning"}
+
+// secretKey says whether a key names a secret, by its parts. A key that
+// ends in a part about a secret (…_file, …Ref, …_name) names none.
+func secretKey(key string) bool {
+	parts := keyParts(key)
+	if len(parts) == 0 || aboutSecret[parts[len(parts)-1]] {
+		return false
+	}
+	for i, p := range parts {
+		next, prev := "", ""
+		if i+1 < len(parts) {
+			next = parts[i+1]
+		}
+		if i > 0 {
+			prev = parts[i-1]
+		}
+		if secretPart(prev, p, next) {
+			return true
+		}
+	}
+	return false
+}
+
+func secretPart(prev, p, next string) bool {
+	for _, w := range secretWords {
+		at := strings.Index(p, w)
+		if at < 0 {
+			continue
+		}
+		after, before := p[at+len(w):], p[:at]
+		if after == "" {
+			after = next
+		}
+		if before == "" {
+			before = prev
+		}
+		if aboutSecret[after] || after == "s" && (w == "token" || w == "secret") {
+			continue
+		}
+		if w == "token" && hasAnySuffix(before, notSecretTokens) {
+			continue
+		}
+		return true
+	}
+	switch {
+	case p == "pw" || p == "sig" || p == "cred" || p == "creds" || p == "pwd":
+		return true
+	case strings.HasSuffix(p, "pass") || strings.HasSuffix(p, "pwd") || strings.HasSuffix(p, "creds"):
+		return !aboutSecret[next]
+	case p == "session" && next == "id":
+		return true
+	case p == "key" || p == "keys":
+		return keyQualifiers[prev] && !aboutSecret[next]
+	case strings.HasSuffix(p, "key"):
+		return keyQualifiers[p[:len(p)-3]] && !aboutSecret[next]
+	}
+	return false
+}
+
+func hasAnySuffix(s string, suffixes []string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyParts splits a key at _ - . and camelCase, lower-cased:
+// "X-Api-Key" → x api key, "clientSecret" → client secret, "APIKey" →
+// api key, "DB_PASSWORD_B64" → db password b64.
+func keyParts(key string) []string {
+	var parts []string
+	start := 0
+	flush := func(end int) {
+		if end > start {
+			parts = append(parts, strings.ToLower(key[start:end]))
+		}
+	}
+	isUpper := func(c byte) bool { return 'A' <= c && c <= 'Z' }
+	isLower := func(c byte) bool { return 'a' <= c && c <= 'z' }
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c == '_' || c == '-' || c == '.' || c == ' ':
+			flush(i)
+			start = i + 1
+		case i > start && isUpper(c) && (isLower(key[i-1]) || i+1 < len(key) && isLower(key[i+1]) && isUpper(key[i-1])):
+			flush(i)
+			start = i
+		}
+	}
+	flush(len(key))
+	return parts
+}
