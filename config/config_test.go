@@ -153,7 +153,8 @@ func TestEveryFieldDecodes(t *testing.T) {
 	if r.Repeat != 4*time.Hour || r.RestartStep != 10 || *r.For != time.Minute || r.GroupBy != "workload" || r.Namespaces.Labels != "env=prod" {
 		t.Errorf("rule: %+v", r)
 	}
-	if s := cfg.Sinks[0]; s.RateLimit != 2.5 || s.QueueSize != 100 || !s.Webhook.CloudEvents || !s.Webhook.TLS.InsecureSkipVerify {
+	if s := cfg.Sinks[0]; s.RateLimit != 2.5 || s.QueueSize != 100 || !s.Webhook.CloudEvents || !s.Webhook.TLS.InsecureSkipVerify ||
+		s.Webhook.HeadersFrom["Authorization"].Secret().Reveal() != "Bearer t0k3n" || !s.Webhook.Insecure {
 		t.Errorf("webhook sink: %+v", s)
 	}
 	if a := cfg.Sinks[4].Alertmanager; a == nil || len(a.URLs) != 2 || a.ResendInterval != 30*time.Second || a.BasicAuth.Password.Secret().Reveal() != "pw" || a.Labels["env"] != "prod" {

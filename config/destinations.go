@@ -32,7 +32,9 @@ type AlertmanagerSink struct {
 	// proxy; both read their secret from a file or the environment.
 	BasicAuth   *BasicAuth `yaml:"basicAuth"`
 	BearerToken *SecretRef `yaml:"bearerToken"`
-	TLS         TLSConfig  `yaml:"tls"`
+	// Insecure allows basicAuth or bearerToken over plain http://.
+	Insecure bool      `yaml:"insecure"`
+	TLS      TLSConfig `yaml:"tls"`
 	// Timeout bounds one request to one replica (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
 }

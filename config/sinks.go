@@ -56,8 +56,14 @@ type WebhookSink struct {
 	URLFrom *SecretRef `yaml:"urlFrom"`
 	// Timeout bounds one HTTP request (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
-	// Headers are added to every request.
-	Headers map[string]string `yaml:"headers"`
+	// Headers are added to every request; HeadersFrom too, each value
+	// read from a secret (a mounted Secret's file, or env): an
+	// Authorization header, an API key.
+	Headers     map[string]string     `yaml:"headers"`
+	HeadersFrom map[string]*SecretRef `yaml:"headersFrom"`
+	// Insecure allows credentials (an Authorization header, a user and
+	// password in the URL) over plain http:// (config/credentials.go).
+	Insecure bool `yaml:"insecure"`
 	// Secrets sign requests the Standard Webhooks way (webhook-signature);
 	// several allow rotation. Each is whsec_<base64> or raw bytes.
 	Secrets []SecretRef `yaml:"secrets"`
@@ -84,6 +90,8 @@ type SlackSink struct {
 	APIURL string `yaml:"apiURL"`
 	// ClusterName appears in messages, to tell clusters apart.
 	ClusterName string `yaml:"clusterName"`
+	// Insecure allows the bot token over a plain http:// apiURL.
+	Insecure bool `yaml:"insecure"`
 }
 
 // NATSSink publishes the webhook payload to NATS or JetStream.

@@ -91,6 +91,7 @@ func (c *Config) validate() Errors {
 			}
 		}
 		c.validateDestinations(p, &c.Sinks[i], add)
+		c.validateCredentials(p, &c.Sinks[i], add)
 		if sl := s.Slack; sl != nil {
 			switch {
 			case (sl.Token == nil) == (sl.WebhookURL == nil):

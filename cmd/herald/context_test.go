@@ -135,7 +135,7 @@ rules:
   - {name: pod-crashloop, kind: Pod, detector: crashloop, severity: critical, sinks: [hook, chat, bus]}
 sinks:
   - {name: hook, webhook: {url: %s/herald}}
-  - {name: chat, slack: {channel: "#alerts", apiURL: %q, token: {value: xoxb-test, allowPlaintext: true}}}
+  - {name: chat, slack: {channel: "#alerts", apiURL: %q, token: {value: xoxb-test, allowPlaintext: true}, insecure: true}}
   - {name: bus, nats: {url: %q}}
 `, recv.URL, slackAPI.URL+"/api/", bus.ClientURL()), "--metrics-addr", metrics, "--log-level", "debug")
 	defer h.stop()

@@ -65,7 +65,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	pub, _ := user.PublicKey()
 	routingKey := "PDROUTINGKEYSECRET0123456789abcd"
 	amToken := "ALERTMANAGER-BEARER-SECRET"
-	secrets := map[string]string{"slack token": slackToken, "webhook secret": webhookSecret,
+	hookKey := "WEBHOOK-HEADER-API-KEY-SECRET"
+	secrets := map[string]string{"webhook header (headersFrom)": hookKey, "slack token": slackToken, "webhook secret": webhookSecret,
 		"webhook signing key": string(signingKey), "webhook URL token": urlToken, "nkey seed": string(seed),
 		"pagerduty routing key": routingKey, "teams URL signature": "SECRET-SIGNATURE", "alertmanager token": amToken}
 
@@ -106,10 +107,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 	defer slackSrv.Close()
 
 	// Webhook: 503 once, then checks the signature with the key.
-	var hookCalls, hookVerified atomic.Int32
+	var hookCalls, hookVerified, hookKeyed atomic.Int32
 	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		ev.add("webhook payload", body)
+		if r.Header.Get("X-Api-Key") == hookKey {
+			hookKeyed.Add(1)
+		}
 		if r.URL.Path != "/hook/"+urlToken {
 			http.Error(w, "wrong path", http.StatusNotFound)
 			return
@@ -154,10 +158,11 @@ rules:
   - {name: crash, kind: Pod, detector: crashloop, sinks: [chat, hook, bus, page, cards, am]}
 sinks:
   - name: chat
-    slack: {channel: "#alerts", apiURL: %q, token: {file: %s}}
+    slack: {channel: "#alerts", apiURL: %q, token: {file: %s}, insecure: true}
   - name: hook
     webhook:
       urlFrom: {file: %s}
+      headersFrom: {X-Api-Key: {file: %s}}
       secrets: [{env: HERALD_TEST_WEBHOOK_SECRET}]
   - name: bus
     nats: {url: %q, nkeySeed: {file: %s}}
@@ -166,8 +171,8 @@ sinks:
   - name: cards
     teams: {urlFrom: {file: %s}}
   - name: am
-    alertmanager: {urls: [%q], bearerToken: {env: HERALD_TEST_AM_TOKEN}}
-`, slackSrv.URL+"/api/", writeFile(t, dir, "token", slackToken), writeFile(t, dir, "url", hookSrv.URL+"/hook/"+urlToken),
+    alertmanager: {urls: [%q], bearerToken: {env: HERALD_TEST_AM_TOKEN}, insecure: true}
+`, slackSrv.URL+"/api/", writeFile(t, dir, "token", slackToken), writeFile(t, dir, "url", hookSrv.URL+"/hook/"+urlToken), writeFile(t, dir, "hook-key", hookKey),
 		ns.ClientURL(), writeFile(t, dir, "seed", string(seed)), writeFile(t, dir, "routing-key", routingKey), pd.URL,
 		writeFile(t, dir, "teams-url", teams.URL), amSrv.URL)
 	cfgPath := writeFile(t, dir, "herald.yaml", cfg)
@@ -218,6 +223,9 @@ sinks:
 	if err != nil {
 		t.Fatalf("not every sink recovered: slack calls %d, signed webhooks verified %d, PagerDuty events %d, Teams cards %d, Alertmanager posts %d",
 			slackCalls.Load(), hookVerified.Load(), len(pd.Events()), len(teams.Cards()), amCalls.Load())
+	}
+	if hookKeyed.Load() != hookCalls.Load() {
+		t.Errorf("%d of %d webhook calls carried the header from headersFrom", hookKeyed.Load(), hookCalls.Load())
 	}
 	if pd.Events()[0].RoutingKey != routingKey || amAuthorised.Load() != amCalls.Load() {
 		t.Errorf("the PagerDuty routing key or the Alertmanager token was not used")

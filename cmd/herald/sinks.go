@@ -48,8 +48,15 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 			for _, ref := range w.Secrets {
 				secrets = append(secrets, ref.Secret().Reveal())
 			}
+			headers := maps.Clone(w.Headers)
+			for name, ref := range w.HeadersFrom {
+				if headers == nil {
+					headers = map[string]string{}
+				}
+				headers[name] = ref.Secret().Reveal()
+			}
 			s, err := webhook.New(webhook.Options{
-				Name: sc.Name, URL: urlOrSecret(w.URL, w.URLFrom), Timeout: w.Timeout, Headers: w.Headers, UserAgent: userAgent, Replica: replica,
+				Name: sc.Name, URL: urlOrSecret(w.URL, w.URLFrom), Timeout: w.Timeout, Headers: headers, UserAgent: userAgent, Replica: replica,
 				Secrets: secrets, CloudEvents: w.CloudEvents, TLS: tlsOpts(sc.Name, w.TLS), Body: w.Body, ContentType: w.ContentType,
 			})
 			if err != nil {
