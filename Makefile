@@ -36,7 +36,7 @@ test: testenv vet build
 # timed: a -fuzztime duration trips a coordinator race in go1.26.8).
 # Longer runs: make fuzz FUZZ_RUNS=1000000
 FUZZ_RUNS ?= 3000
-FUZZ_TARGETS := ./config:FuzzParse ./internal/rules:FuzzEvaluate ./internal/incident:FuzzLedgerDecode ./sinks/slack:FuzzRender ./internal/enrich:FuzzCleanTail ./sinks/teams:FuzzRender ./sinks/webhook:FuzzDocumentedTemplates ./watcher:FuzzDecodeCompactPod ./sinks:FuzzAppendStringIsEncodingJSON
+FUZZ_TARGETS := ./config:FuzzParse ./internal/rules:FuzzEvaluate ./internal/incident:FuzzLedgerDecode ./sinks/slack:FuzzRender ./internal/enrich:FuzzCleanTail ./sinks/teams:FuzzRender ./sinks/webhook:FuzzDocumentedTemplates ./watcher:FuzzDecodeCompactPod ./sinks:FuzzAppendStringIsEncodingJSON ./internal/redact:FuzzRedactInContext
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-k8s/herald/internal/enrich"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/redact"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -56,7 +57,7 @@ func withContext(ctx context.Context, cfg *config.Config, restCfg *rest.Config, 
 			logs, logsUnavailable = false, "not permitted (herald's RBAC lacks get pods/log)"
 		}
 	}
-	redactor, err := enrich.NewRedactor(cfg.Context.Redact)
+	redactor, err := redact.New(cfg.Context.Redact)
 	if err != nil {
 		return nil, nil, err // validated when the config loaded
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/herald-k8s/herald/internal/enrich"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/redact"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -214,7 +215,7 @@ func contextGatherer(ctx context.Context, cfg *config.Config, kubeconfig string)
 	if err != nil {
 		return nil, err
 	}
-	redactor, err := enrich.NewRedactor(cfg.Context.Redact)
+	redactor, err := redact.New(cfg.Context.Redact)
 	if err != nil {
 		return nil, err
 	}

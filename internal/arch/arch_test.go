@@ -33,8 +33,9 @@ var allowed = map[string][]string{
 	"handlers":           {"watcher", "internal/rules", "internal/incident", "internal/ratelog", "sinks"},
 	"internal/testenv":   {},
 	"internal/natstest":  {},
-	"internal/enrich":    {"internal/incident", "internal/kube", "internal/ratelog", "watcher"},
+	"internal/enrich":    {"internal/incident", "internal/kube", "internal/ratelog", "internal/redact", "watcher"},
 	"internal/ratelog":   {},
+	"internal/redact":    {},
 	"internal/silence":   {"config", "internal/incident", "watcher"},
 }
 

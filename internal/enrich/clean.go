@@ -1,9 +1,12 @@
 package enrich
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/herald-k8s/herald/internal/redact"
 )
 
 // Terminal escapes: CSI sequences (colours, cursor moves), OSC sequences
@@ -22,11 +25,22 @@ const lineCut = " … (line cut)"
 // characters, secrets redacted, each line bounded. Older lines are cut
 // first; the newest line is always kept (cut if it alone is too long).
 // truncated says whether anything was cut.
-func cleanTail(raw []byte, maxLines, maxBytes int, r *Redactor) (lines []string, truncated bool) {
+func cleanTail(raw []byte, maxLines, maxBytes int, r *redact.Redactor) (lines []string, truncated bool) {
 	// What was fetched is bounded already (limitBytes); bound it here too,
 	// so the work below is, whatever a source returns.
 	if limit := maxBytes * fetchFactor; len(raw) > limit {
+		midLine := raw[len(raw)-limit-1] != '\n'
 		raw, truncated = raw[len(raw)-limit:], true
+		if midLine {
+			// The cut fell inside a line: what is left of it has lost
+			// its start, the key name that says a secret follows
+			// (password=…), so no pattern would know it. It goes.
+			if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+				raw = raw[i+1:]
+			} else {
+				raw = []byte(strings.TrimSpace(lineCut)) // one huge line
+			}
+		}
 	}
 	text := strings.ToValidUTF8(string(raw), "\uFFFD")
 	text = ansi.ReplaceAllString(text, "")
@@ -45,8 +59,8 @@ func cleanTail(raw []byte, maxLines, maxBytes int, r *Redactor) (lines []string,
 		truncated = true
 	}
 	// Redact before cutting lines: a cut could leave part of a secret
-	// that no pattern recognises any more. (A secret over several lines,
-	// a PEM key, becomes one line.)
+	// that no pattern recognises any more. (A PEM key over several lines
+	// becomes one line; the lines after it stay.)
 	all = strings.Split(r.Redact(strings.Join(all, "\n")), "\n")
 	size := 0
 	for i := len(all) - 1; i >= 0; i-- {

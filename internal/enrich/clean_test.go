@@ -4,10 +4,12 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/herald-k8s/herald/internal/redact"
 )
 
 func TestCleanTailKeepsTheNewestLines(t *testing.T) {
-	r, _ := NewRedactor(nil)
+	r, _ := redact.New(nil)
 	var raw []string
 	for i := range 50 {
 		raw = append(raw, strings.Repeat("x", 100)+" line "+string(rune('A'+i%26)))
@@ -30,7 +32,7 @@ func TestCleanTailKeepsTheNewestLines(t *testing.T) {
 // TestCleanTailHostile: what a broken program writes comes out bounded,
 // valid UTF-8, without terminal escapes or control characters.
 func TestCleanTailHostile(t *testing.T) {
-	r, _ := NewRedactor(nil)
+	r, _ := redact.New(nil)
 	tests := map[string]string{
 		"10 MB line":   strings.Repeat("word ", 2<<20),
 		"invalid UTF8": "ok \xff\xfe\xfd then \xc3",
@@ -56,8 +58,10 @@ func TestCleanTailHostile(t *testing.T) {
 			}
 			switch name {
 			case "10 MB line":
-				if len(lines) != 1 || !strings.HasSuffix(lines[0], lineCut) {
-					t.Errorf("a huge line: %d lines, want one cut with a marker", len(lines))
+				// Cut from the start, it has lost its start: only the
+				// marker is left.
+				if len(lines) != 1 || lines[0] != strings.TrimSpace(lineCut) {
+					t.Errorf("a huge line: %q, want the marker of a cut line", lines)
 				}
 			case "ANSI":
 				if lines[0] != "red  cleared" {
@@ -76,10 +80,38 @@ func TestCleanTailHostile(t *testing.T) {
 	}
 }
 
+// TestCleanTailDropsPartialFirstLine: when a source returns more than
+// herald keeps and the cut falls inside a (long) line, the rest of that
+// line goes: it has lost the key name that said a secret follows.
+func TestCleanTailDropsPartialFirstLine(t *testing.T) {
+	r, _ := redact.New(nil)
+	const maxBytes = 4096
+	limit := maxBytes * fetchFactor
+	// A long line holding a password, then the panic; size bytes in all.
+	logOf := func(size int) string {
+		head, tail := "config password=hunter2-Pa55 user=app ", "\npanic: boom\n"
+		return head + strings.Repeat("x", size-len(head)-len(tail)) + tail
+	}
+	raw := logOf(limit + len("config password="))
+	if cut := len(raw) - limit; !strings.HasPrefix(raw[cut:], "hunter2") {
+		t.Fatalf("the cut is at %q, want the secret's start", raw[cut:cut+20])
+	}
+	lines, truncated := cleanTail([]byte(raw), 20, maxBytes, r)
+	if !truncated || len(lines) != 1 || lines[0] != "panic: boom" {
+		t.Errorf("truncated %v, lines %.200q; want only the panic", truncated, lines)
+	}
+	// A cut at a line's start keeps that line (redacted, cut to size).
+	raw = "older line\n" + logOf(limit)
+	lines, _ = cleanTail([]byte(raw), 20, maxBytes, r)
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "config password=<redacted> user=app xxx") || !strings.HasSuffix(lines[0], lineCut) {
+		t.Errorf("lines %.200q, want the line the cut starts, redacted and cut, then the panic", lines)
+	}
+}
+
 func FuzzCleanTail(f *testing.F) {
 	f.Add([]byte("a\nb\x1b[31mc\x00\n"), 3, 300)
 	f.Add([]byte("password=x\n-----BEGIN RSA PRIVATE KEY-----\nAAA"), 20, 4096)
-	r, _ := NewRedactor(nil)
+	r, _ := redact.New(nil)
 	f.Fuzz(func(t *testing.T, raw []byte, maxLines, maxBytes int) {
 		maxLines, maxBytes = 1+abs(maxLines)%100, 256+abs(maxBytes)%8192
 		lines, _ := cleanTail(raw, maxLines, maxBytes, r)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/ratelog"
+	"github.com/herald-k8s/herald/internal/redact"
 )
 
 // Dispatcher takes notifications onwards (the sinks' dispatcher).
@@ -47,7 +48,7 @@ type Options struct {
 	// not get pods/log).
 	Logs            bool
 	LogsUnavailable string
-	Redactor        *Redactor
+	Redactor        *redact.Redactor
 	Logger          *slog.Logger
 	Metrics         *Metrics
 	Now             func() time.Time
@@ -110,7 +111,7 @@ func New(opts Options) *Enricher {
 		opts.Rate = DefaultRate
 	}
 	if opts.Redactor == nil {
-		opts.Redactor, _ = NewRedactor(nil)
+		opts.Redactor, _ = redact.New(nil)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
