@@ -129,6 +129,9 @@ func TestRunBadFlagExitsTwo(t *testing.T) {
 		want string
 	}{
 		{[]string{"--kube-log-verbosity", "-1"}, "--kube-log-verbosity -1: want 0 or more"},
+		// Request and answer bodies (Secrets) in the log: refused unless forced.
+		{[]string{"--kube-log-verbosity", "8"}, "--kube-log-verbosity 8: above 5 the Kubernetes client logs request URLs, headers and, from 8, the bodies"},
+		{[]string{"--kube-log-verbosity", "6"}, "add --force-kube-log-verbosity"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -47,14 +47,16 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	retryPeriod := fs.Duration("retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	shutdownGrace := fs.Duration("shutdown-grace", 20*time.Second, "after SIGTERM, how long queued notifications may take to go out before herald stops")
 	withPprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr (for performance work)")
-	kubeVerbosity := fs.Int("kube-log-verbosity", 0, "verbosity of the Kubernetes client's own log (with --log-level debug); 4 shows every list and watch the informers make and why")
+	kubeVerbosity := fs.Int("kube-log-verbosity", 0, "verbosity of the Kubernetes client's own log (with --log-level debug); 4 shows every list and watch the informers make and why; at most 5 (kubelog.go)")
+	forceKubeVerbosity := fs.Bool("force-kube-log-verbosity", false, "allow --kube-log-verbosity above 5, where the client logs request headers and bodies (Secrets included)")
 	apiCompression := fs.Bool("api-compression", false, "let the API server gzip its large answers (lists, ledger writes); worth it only over a slow link to it, as in-cluster it costs both sides CPU for nothing")
 	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *kubeVerbosity < 0 {
-		fmt.Fprintf(errOut, "herald run: --kube-log-verbosity %d: want 0 or more\n", *kubeVerbosity)
+	kubeLogWarning, err := checkKubeLogVerbosity(*kubeVerbosity, *forceKubeVerbosity)
+	if err != nil {
+		fmt.Fprintln(errOut, "herald run:", err)
 		return 2
 	}
 	if err := validateLeaseTimings(*leaseDuration, *renewDeadline, *retryPeriod); *leaderElect && err != nil {
@@ -65,6 +67,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	if err != nil {
 		fmt.Fprintln(errOut, "herald run:", err)
 		return 2
+	}
+	if kubeLogWarning != "" {
+		logger.Warn(kubeLogWarning)
 	}
 	if limit, err := setMemoryLimit(os.Getenv); err != nil {
 		logger.Warn("memory limit", "error", err)
