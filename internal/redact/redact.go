@@ -131,14 +131,16 @@ func (r *Redactor) Redact(s string) string {
 	if s == "" {
 		return s
 	}
-	lower, run := scan(s)
-	on := r.triggered(lower)
-	t := &text{s: s, lower: lower}
+	on, run := r.triggered(s)
+	var t *text // made when a rule runs: most texts need none
 	var spans []span
 	for i := range r.rules {
 		ru := &r.rules[i]
 		if ru.minRun > run || len(ru.triggers) > 0 && on&(1<<i) == 0 {
 			continue
+		}
+		if t == nil {
+			t = &text{s: s, lower: lower(s)}
 		}
 		spans = ru.find(t, spans)
 	}
@@ -148,46 +150,54 @@ func (r *Redactor) Redact(s string) string {
 	return apply(s, spans)
 }
 
-// triggered returns the set of rules one of whose triggers lower holds.
-func (r *Redactor) triggered(lower string) (on uint64) {
-	for i := 0; i+1 < len(lower); i++ {
-		p := uint16(lower[i])<<8 | uint16(lower[i+1])
-		if r.pairs[p>>6]&(1<<(p&63)) == 0 {
-			continue
-		}
-		for _, t := range r.byPair[p] {
-			if on&(1<<t.rule) == 0 && strings.HasPrefix(lower[i:], t.text) {
-				on |= 1 << t.rule
-			}
-		}
-	}
-	return on
-}
-
-// scan returns s with ASCII letters lowered (the same length, so offsets
-// agree) and the longest run of base64 characters in it.
-func scan(s string) (lower string, run int) {
-	var b []byte
+// triggered returns the set of rules one of whose triggers s holds (in
+// any case), and the longest run of base64 characters in s. It lowers
+// bytes as it reads them: no copy of s is made.
+func (r *Redactor) triggered(s string) (on uint64, run int) {
 	cur := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if isB64(c) {
+		if isB64(s[i]) {
 			cur++
 			run = max(run, cur)
 		} else {
 			cur = 0
 		}
-		if 'A' <= c && c <= 'Z' {
-			if b == nil {
-				b = []byte(s)
+		if i+1 == len(s) {
+			break
+		}
+		p := uint16(lowerByte(s[i]))<<8 | uint16(lowerByte(s[i+1]))
+		if r.pairs[p>>6]&(1<<(p&63)) == 0 {
+			continue
+		}
+		for _, t := range r.byPair[p] {
+			if on&(1<<t.rule) == 0 && hasPrefixFold(s[i:], t.text) {
+				on |= 1 << t.rule
 			}
-			b[i] = c + 'a' - 'A'
 		}
 	}
-	if b == nil {
-		return s, run
+	return on, run
+}
+
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
 	}
-	return string(b), run
+	return c
+}
+
+// lower is s with ASCII letters lowered: the same length, so offsets in
+// it are offsets in s.
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				b[j] = lowerByte(b[j])
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 func containsAny(s string, subs []string) bool {
