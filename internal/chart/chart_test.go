@@ -60,6 +60,8 @@ var variants = map[string][]string{
 		"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.grafanaDashboard.enabled=true",
 		"--set-json", `secrets=[{"name":"slack","data":{"token":"xoxb-from-values"}}]`,
 	},
+	// The production example: network policy both ways (docs/security.md).
+	"example-values": {"-f", "../../examples/chart/values.yaml"},
 	"single-webhook-no-reload": {
 		"--set", "replicaCount=1", "--set", "leaderElection.enabled=false", "--set", "hotReload.enabled=false",
 		"--set-json", `config={"rules":[{"name":"crash","kind":"Pod","detector":"crashloop","sinks":["hook"]},{"name":"certs","kind":"Certificate","apiVersion":"cert-manager.io/v1","condition":"true","sinks":["hook"]}],"sinks":[{"name":"hook","webhook":{"urlFrom":{"file":"/var/run/secrets/herald/hook/url"}}}]}`,
@@ -170,40 +172,43 @@ func TestDryRunAndInstall(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "herald"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := helm(t, "template", "herald", chartDir, "-n", "herald", "--kube-version", "1.36.0")
-	if err != nil {
-		t.Fatal(out)
-	}
 	dyn, _ := dynamic.NewForConfig(env.Config)
 	disco, _ := discovery.NewDiscoveryClientForConfig(env.Config)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(out)), 4096)
 	n := 0
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	// The defaults, and the production example (its egress NetworkPolicy).
+	for _, args := range [][]string{nil, {"-f", "../../examples/chart/values.yaml"}} {
+		out, err := helm(t, append([]string{"template", "herald", chartDir, "-n", "herald", "--kube-version", "1.36.0"}, args...)...)
 		if err != nil {
-			t.Fatalf("%s: %v", gvk, err)
+			t.Fatal(out)
 		}
-		ri := dyn.Resource(m.Resource)
-		var res dynamic.ResourceInterface = ri
-		if m.Scope.Name() == "namespace" {
-			res = ri.Namespace("herald")
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(out)), 4096)
+		for {
+			var obj unstructured.Unstructured
+			if err := dec.Decode(&obj.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				t.Fatal(err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			gvk := obj.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				t.Fatalf("%s: %v", gvk, err)
+			}
+			ri := dyn.Resource(m.Resource)
+			var res dynamic.ResourceInterface = ri
+			if m.Scope.Name() == "namespace" {
+				res = ri.Namespace("herald")
+			}
+			if _, err := res.Create(ctx, &obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				t.Errorf("server-side dry run of %s %s: %v", gvk.Kind, obj.GetName(), err)
+			}
+			n++
 		}
-		if _, err := res.Create(ctx, &obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-			t.Errorf("server-side dry run of %s %s: %v", gvk.Kind, obj.GetName(), err)
-		}
-		n++
 	}
 	t.Logf("%d rendered objects passed a server-side dry run", n)
 

@@ -25,3 +25,34 @@ table, custom resources from apiVersion and <lower-case kind>s. */}}
 {{- $builtin := dict "Pod" "|pods" "Node" "|nodes" "Namespace" "|namespaces" "PersistentVolumeClaim" "|persistentvolumeclaims" "Deployment" "apps|deployments" "StatefulSet" "apps|statefulsets" "DaemonSet" "apps|daemonsets" "ReplicaSet" "apps|replicasets" "Job" "batch|jobs" "CronJob" "batch|cronjobs" "Event" "events.k8s.io|events" "Secret" "|secrets" "ConfigMap" "|configmaps" -}}
 {{- if hasKey $builtin .kind -}}{{ get $builtin .kind }}{{- else -}}{{ (splitList "/" (.apiVersion | default "v1")) | first }}|{{ lower .kind }}s{{- end -}}
 {{- end -}}
+
+{{/* The image: by digest when image.digest is set (repository@sha256:…),
+else by tag. */}}
+{{- define "herald.image" -}}
+{{- with .Values.image.digest -}}
+{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" .) -}}
+{{- fail (printf "image.digest %q: want sha256: and 64 hex digits" .) -}}
+{{- end -}}
+{{ $.Values.image.repository }}@{{ . }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{/* Egress peers: the CIDRs given, or any address but link-local
+(anywhere). A CIDR of every address still leaves out link-local. */}}
+{{- define "herald.egressPeers" -}}
+{{- if .cidrs -}}
+{{- range .cidrs }}
+- ipBlock:
+    cidr: {{ . | quote }}
+    {{- if eq . "0.0.0.0/0" }}
+    except: ["169.254.0.0/16"]
+    {{- else if eq . "::/0" }}
+    except: ["fe80::/10", "fd00:ec2::254/128"]
+    {{- end }}
+{{- end }}
+{{- else -}}
+{{ toYaml .anywhere }}
+{{- end -}}
+{{- end -}}
