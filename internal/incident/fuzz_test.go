@@ -16,7 +16,7 @@ func FuzzLedgerDecode(f *testing.F) {
 	f.Add(`[{"id":"x-1","fingerprint":"x","members":null,"facts":{"restartCount":"-9999999999999"},"seq":-3}]`)
 	f.Add(`{"not":"a list"}`)
 	f.Add(`[null, {}]`)
-	f.Add(`[{"id":"g-1","fingerprint":"g","grouped":true,"members":["Pod/shop/a"],"count":3000,"nMembers":3000,"sinks":["out"]}]`)
+	f.Add(`[{"id":"g-1","fp":"g","grouped":true,"members":["Pod/shop/a"],"count":3000,"nMembers":3000,"sinks":["out"]}]`)
 	f.Fuzz(func(t *testing.T, data string) {
 		incs, _, err := decodeShard(data)
 		if err != nil {
