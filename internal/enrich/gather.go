@@ -204,7 +204,9 @@ func (e *Enricher) pick(events []corev1.Event) []incident.Event {
 		if ev.Series != nil {
 			count = max(count, ev.Series.Count)
 		}
-		msg := e.opts.Redactor.Redact(strings.TrimSpace(ev.Message))
+		// Bounded before it is redacted (an Event's message has no size
+		// limit of its own), redacted before it is cut to size.
+		msg := e.opts.Redactor.Redact(cutRunes(strings.TrimSpace(ev.Message), 8*maxLine))
 		if len(msg) > maxLine {
 			msg = cutRunes(msg, maxLine) + lineCut
 		}
