@@ -19,7 +19,7 @@ const module = "github.com/herald-k8s/herald/"
 var allowed = map[string][]string{
 	"config":             {},
 	"watcher":            {},
-	"internal/rules":     {"config"},
+	"internal/rules":     {"config", "internal/redact"},
 	"internal/kube":      {},
 	"internal/incident":  {"internal/rules", "internal/kube"}, // the ledger's ConfigMaps
 	"sinks":              {"internal/incident"},

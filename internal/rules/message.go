@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/redact"
 )
 
 // Size bounds of a rendered message; longer ones are cut with a marker so
@@ -92,8 +93,11 @@ const MaxRunbookURL = 500
 // render makes a finding's title and text (and runbook link): the rule's
 // templates where it has them, the default wording otherwise (also when a
 // template fails, so a broken template never loses the notification).
-func (m *message) render(f Finding, d Detection, in *input) (title, text, runbook string, err error) {
+// Each is redacted (a template may read the object) before it is cut to
+// size (a cut could leave part of a secret no pattern knows).
+func (m *message) render(f Finding, d Detection, in *input, red *redact.Redactor) (title, text, runbook string, err error) {
 	title, text = defaultMessage(f, d)
+	title, text = red.Redact(title), red.Redact(text)
 	if m.title == nil && m.text == nil && m.runbook == nil {
 		return title, text, "", nil
 	}
@@ -116,7 +120,7 @@ func (m *message) render(f Finding, d Detection, in *input) (title, text, runboo
 			err = e
 			return fallback
 		}
-		return truncate(b.String(), limit)
+		return truncate(red.Redact(b.String()), limit)
 	}
 	return exec(m.title, title, MaxTitle), exec(m.text, text, MaxText), exec(m.runbook, "", MaxRunbookURL), err
 }

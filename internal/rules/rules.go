@@ -8,15 +8,14 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/redact"
 )
 
 // ObjectRef names the object a finding is about.
@@ -111,13 +110,20 @@ type Set struct {
 	groups bool
 	// ignored is told of Events whose regarding object is not believed.
 	ignored IgnoredEvent
+	// redactor removes secrets from what findings carry: the built-in
+	// patterns and the configuration's context.redact.
+	redactor *redact.Redactor
 }
 
 // Compile checks and compiles the configured rules: kinds, detectors, CEL
 // conditions, selectors and templates. Errors carry the config file's
 // positions; all of them are returned at once.
 func Compile(cfg *config.Config) (*Set, error) {
-	set := &Set{byKind: map[string][]*Rule{}}
+	red, err := redact.New(cfg.Context.Redact)
+	if err != nil {
+		return nil, fmt.Errorf("context.%w", err) // config.Validate checked them
+	}
+	set := &Set{byKind: map[string][]*Rule{}, redactor: red}
 	var errs config.Errors
 	celEnv, err := newCELEnv()
 	if err != nil {
@@ -313,7 +319,7 @@ func (s *Set) Evaluate(kind string, obj runtime.Object, now time.Time, nsLabels 
 		if r.params.aboutRegarding && regarding.distrusted(s, obj) {
 			continue
 		}
-		found, err := r.evaluate(in)
+		found, err := r.evaluate(in, s.redactor)
 		if err != nil {
 			errs = append(errs, RuleError{Rule: r.name, Err: err})
 		}
@@ -342,24 +348,9 @@ func (in *input) objectMap() (map[string]any, error) {
 	return in.asMap, in.mapErr
 }
 
-// MaxFact bounds one fact's value. Facts come from the object (a
-// termination message can be megabytes) and travel into every payload and
-// the ledger.
-const MaxFact = 1024
-
-// boundFacts cuts long values and makes every value valid UTF-8, so that
-// no object can blow up a payload, a Slack message or the ledger.
-func boundFacts(facts map[string]string) map[string]string {
-	for k, v := range facts {
-		if !utf8.ValidString(v) {
-			v = strings.ToValidUTF8(v, "\uFFFD")
-		}
-		facts[k] = truncate(v, MaxFact)
-	}
-	return facts
-}
-
-func (r *Rule) evaluate(in *input) ([]Finding, error) {
+// evaluate runs the rule on one object. Each finding is made here, and
+// here what it carries from the object is bounded and redacted (clean.go).
+func (r *Rule) evaluate(in *input, red *redact.Redactor) ([]Finding, error) {
 	var found []Detection
 	if r.detector != nil {
 		d, err := r.detector(in.obj, r.params, in.now)
@@ -383,9 +374,10 @@ func (r *Rule) evaluate(in *input) ([]Finding, error) {
 	findings := make([]Finding, 0, len(found))
 	var renderErr error
 	for _, d := range found {
+		cleanDetection(&d, red)
 		f := Finding{
 			Rule: r.name, Reason: d.Reason, Severity: r.severity,
-			Object: in.ref, Container: d.Container, Facts: boundFacts(d.Facts),
+			Object: in.ref, Container: d.Container, Facts: d.Facts,
 			Sinks: r.sinks, Sustaining: d.Sustaining, Settling: d.Settling, For: r.forDur,
 			Since: d.Since, RecheckAfter: d.RecheckAfter,
 			GroupByWorkload: r.groupBy, Repeat: r.repeat, RestartStep: r.restartStep, UpdateInterval: r.updateEvery,
@@ -396,7 +388,7 @@ func (r *Rule) evaluate(in *input) ([]Finding, error) {
 			f.Object = *d.Object
 		}
 		var err error
-		f.Title, f.Text, f.RunbookURL, err = r.message.render(f, d, in)
+		f.Title, f.Text, f.RunbookURL, err = r.message.render(f, d, in, red)
 		if err != nil && renderErr == nil {
 			renderErr = fmt.Errorf("message template: %w", err)
 		}

@@ -1,0 +1,51 @@
+package rules
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/herald-k8s/herald/internal/redact"
+)
+
+// What a finding carries from the object — its facts (a termination
+// message, an Event's note), the detector's detail, the rendered title,
+// text and runbook link — is bounded and redacted where the finding is
+// made, in Rule.evaluate: the one place every finding passes, whoever
+// asks for it (the reconcile loop and its start-up pass, `herald test`).
+// So the incident tracker, the ledger's ConfigMaps, every sink and
+// herald's own log hold only redacted text ("redact once, early",
+// DESIGN.md). Facts and detail are redacted before a template sees them
+// (a template that cuts or rewrites a value would hide it from the
+// redactor), the rendered text after (a template may read the object
+// itself). What names the incident (rule, reason, object and container
+// names) is not rewritten.
+
+// MaxFact bounds one fact's value. Facts come from the object (a
+// termination message can be megabytes) and travel into every payload and
+// the ledger.
+const MaxFact = 1024
+
+// cleanDetection bounds each fact and the detail, makes them valid UTF-8
+// and redacts them. The redactor sees more than is kept (the cut comes
+// after it), so a secret across the cut is recognised whole.
+func cleanDetection(d *Detection, red *redact.Redactor) {
+	for k, v := range d.Facts {
+		d.Facts[k] = truncate(red.Redact(validPrefix(v, 8*MaxFact)), MaxFact)
+	}
+	d.Detail = red.Redact(validPrefix(d.Detail, 8*MaxText))
+}
+
+// validPrefix is at most n bytes of s, not ending inside a character,
+// made valid UTF-8.
+func validPrefix(s string, n int) string {
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
