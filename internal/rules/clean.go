@@ -49,3 +49,21 @@ func validPrefix(s string, n int) string {
 	}
 	return s
 }
+
+// redactError gives err a redacted text, for herald's log: a CEL error
+// can quote a value of the object (a pattern that does not compile).
+// errors.Is and As still see err.
+func redactError(err error, red *redact.Redactor) error {
+	if text := red.Redact(err.Error()); text != err.Error() {
+		return redactedError{err, text}
+	}
+	return err
+}
+
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e redactedError) Error() string { return e.text }
+func (e redactedError) Unwrap() error { return e.err }

@@ -80,3 +80,19 @@ sinks: [{name: out, stdout: {}}]
 		}
 	}
 }
+
+// TestRuleErrorsAreRedacted: a rule's error, which herald logs, does not
+// quote a secret of the object (CEL quotes a bad pattern it was given).
+func TestRuleErrorsAreRedacted(t *testing.T) {
+	set := compile(t, `
+rules:
+  - {name: c, kind: Pod, condition: 'object.metadata.name.matches(object.metadata.annotations.n)', sinks: [out]}
+sinks: [{name: out, stdout: {}}]
+`)
+	pod := loadObject(t, "crashloop.yaml").(*corev1.Pod).DeepCopy()
+	pod.Annotations = map[string]string{"n": "(password=hunter2-Pa55"}
+	_, errs := set.Evaluate("Pod", pod, now, nil)
+	if len(errs) != 1 || strings.Contains(errs[0].Error(), "hunter2") || !strings.Contains(errs[0].Error(), "password=<redacted>") {
+		t.Errorf("errors %v, want one, redacted", errs)
+	}
+}

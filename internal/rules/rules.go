@@ -321,7 +321,7 @@ func (s *Set) Evaluate(kind string, obj runtime.Object, now time.Time, nsLabels 
 		}
 		found, err := r.evaluate(in, s.redactor)
 		if err != nil {
-			errs = append(errs, RuleError{Rule: r.name, Err: err})
+			errs = append(errs, RuleError{Rule: r.name, Err: redactError(err, s.redactor)})
 		}
 		findings = append(findings, found...)
 	}
