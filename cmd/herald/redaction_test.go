@@ -27,11 +27,11 @@ import (
 // bytes means something).
 var pathSecrets = map[string]string{
 	"termination message: password":   "Tr0ub4dor-3x-77",
-	"termination message: key":         "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi8Zl2ZkR4MxmYcKtQ3bM7nRtWx",
+	"termination message: key":        "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi8Zl2ZkR4MxmYcKtQ3bM7nRtWx",
 	"termination message: user regex": "customer-48151623",
-	"Event message: GitHub token":      "ghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345",
-	"log line: bearer token":           "abcDEF123.tok-XYZ9",
-	"log line: URL password":           "s3cr3t-in-url-42",
+	"Event message: GitHub token":     "ghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345",
+	"log line: bearer token":          "abcDEF123.tok-XYZ9",
+	"log line: URL password":          "s3cr3t-in-url-42",
 }
 
 // TestSecretsReachNoSinkNorLedger: a secret in a container's termination
