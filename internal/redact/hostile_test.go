@@ -60,4 +60,3 @@ func TestHostileInputsAreLinear(t *testing.T) {
 		}
 	}
 }
-
