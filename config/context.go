@@ -17,7 +17,8 @@ type Context struct {
 		Max int `yaml:"max"`
 	} `yaml:"events"`
 	// Redact are extra regular expressions whose matches are removed
-	// from log lines and event messages, beside the built-in patterns.
+	// from every text herald keeps or sends (findings, log lines, event
+	// messages), beside the built-in patterns.
 	Redact []string `yaml:"redact"`
 	// Wait is the longest a notification waits for its context before it
 	// goes out with what has arrived (default 2s).
