@@ -94,6 +94,12 @@ func (r *reloader) apply() error {
 	if !reflect.DeepEqual(cfg.Incidents, r.current.Incidents) {
 		needRestart = append(needRestart, "incidents")
 	}
+	// The crash-context stage is built once: its settings, redact
+	// patterns among them, would otherwise apply to findings (compiled
+	// with the rules) and not to log lines.
+	if !reflect.DeepEqual(cfg.Context, r.current.Context) {
+		needRestart = append(needRestart, "context")
+	}
 	if len(needRestart) > 0 {
 		return fmt.Errorf("%s changed: these take effect at a restart (roll the pods); rules and sinks can change at run time", strings.Join(needRestart, ", "))
 	}

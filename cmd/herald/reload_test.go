@@ -67,6 +67,10 @@ func TestHotReload(t *testing.T) {
 	// The incidents block needs a restart: rejected as a whole.
 	os.WriteFile(cfgPath, []byte("incidents: {updateInterval: 5s}\n"+file(rule("team-a", "a")+rule("team-b", "b"))), 0o600)
 	waitLog(`incidents changed: these take effect at a restart`, 1)
+	// So does the crash context (its redact patterns would reach findings
+	// and not log lines).
+	os.WriteFile(cfgPath, []byte("context: {redact: ['customer-[0-9]+']}\n"+file(rule("team-a", "a")+rule("team-b", "b"))), 0o600)
+	waitLog(`context changed: these take effect at a restart`, 1)
 	crash("b-2", "b") // team-b is still in force
 	if got := recv.next(t, 10*time.Second); got.Object.Name != "b-2" || got.Incident.Rule != "team-b" {
 		t.Fatalf("after the broken file: %s by %s, want b-2 by team-b", got.Object.Name, got.Incident.Rule)
