@@ -100,7 +100,9 @@ func New(opts Options) (*Controller, error) {
 	opts.Watcher.CompactWhen(func(kind string) bool { return !c.rules.Load().NeedsWholeObject(kind) })
 	// Other kinds keep only what the rules read: the annotations they
 	// name, and the whole object only for CEL and templates.
-	opts.Watcher.KeepWhen(func(kind string) watcher.Keep { return keepFor(c.rules.Load(), kind) })
+	if err := opts.Watcher.KeepWhen(func(kind string) watcher.Keep { return keepFor(c.rules.Load(), kind) }); err != nil {
+		return nil, err
+	}
 	if opts.Rules.GroupsByWorkload() {
 		if err := opts.Watcher.IndexPodsByWorkload(); err != nil {
 			return nil, err

@@ -1,6 +1,8 @@
 package watcher
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -58,11 +60,17 @@ func (k Keep) Covers(n Keep) bool {
 	return true
 }
 
-// KeepWhen lets informers made from now on keep what keep(kind) says.
-func (w *Watcher) KeepWhen(keep func(kind string) Keep) {
+// KeepWhen makes informers keep what keep(kind) says. It must come
+// before any informer is made: one made earlier would cache whole
+// objects for the life of the process, which is an error.
+func (w *Watcher) KeepWhen(keep func(kind string) Keep) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.kinds) > 0 {
+		return fmt.Errorf("informers for %s were made before what the cache keeps was set: they would cache whole objects", strings.Join(slices.Sorted(maps.Keys(w.kinds)), ", "))
+	}
 	w.keep = keep
+	return nil
 }
 
 // Keeps returns what kind's informer was made to keep (false: none yet).

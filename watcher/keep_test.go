@@ -13,6 +13,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/herald-k8s/herald/internal/kube"
@@ -136,7 +139,9 @@ func TestKeepOnControlPlane(t *testing.T) {
 	defer cancel()
 	watch := func(t *testing.T, kind string, keep Keep) *Watcher {
 		w := New(Clients{Builtin: typed}, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		w.KeepWhen(func(string) Keep { return keep })
+		if err := w.KeepWhen(func(string) Keep { return keep }); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := w.Informer(kind); err != nil {
 			t.Fatal(err)
 		}
@@ -229,4 +234,27 @@ func TestKeepOnControlPlane(t *testing.T) {
 		}
 		t.Logf("20 Deployments with 400 KB of annotations each: %d bytes cached (JSON)", total)
 	})
+}
+
+// stubBuiltin makes informers that are never started.
+type stubBuiltin struct{}
+
+func (stubBuiltin) ListerWatcher(schema.GroupVersionResource, string) (cache.ListerWatcher, runtime.Object, error) {
+	return &cache.ListWatch{}, &appsv1.Deployment{}, nil
+}
+
+func (stubBuiltin) ListerWatcherDecoding(schema.GroupVersionResource, string, func([]byte) (runtime.Object, error)) (cache.ListerWatcher, error) {
+	return &cache.ListWatch{}, nil
+}
+
+// TestKeepWhenComesFirst: an informer made before KeepWhen would cache
+// whole objects; KeepWhen says so instead of leaving it.
+func TestKeepWhenComesFirst(t *testing.T) {
+	w := New(Clients{Builtin: stubBuiltin{}}, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if _, err := w.Informer("Deployment"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.KeepWhen(func(string) Keep { return Keep{} }); err == nil || !strings.Contains(err.Error(), "Deployment") {
+		t.Errorf("KeepWhen after an informer was made: %v", err)
+	}
 }

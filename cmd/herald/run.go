@@ -139,10 +139,6 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		store = incident.NewConfigMapStore(typed, *namespace, cfg.Incidents.LedgerName)
 	}
 	w := watcher.New(clients, 0, logger)
-	if err := watchSilences(ctx, typed, w, muter, kinds, logger); err != nil {
-		logger.Error("setting up silences", "error", err)
-		return 1
-	}
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
 	dispatcher.OnDelivered(tracker.Delivered)
 	notify, gatherContext, err := withContext(ctx, cfg, restCfg, w, dispatcher, logger, reg)
@@ -165,6 +161,12 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	})
 	if err != nil {
 		logger.Error("setting up watches", "error", err)
+		return 1
+	}
+	// After the controller, which decides what the cache keeps (compact
+	// pods, annotations the rules read) before any informer is made.
+	if err := watchSilences(ctx, typed, w, muter, kinds, logger); err != nil {
+		logger.Error("setting up silences", "error", err)
 		return 1
 	}
 	isLeader := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_leader", Help: "1 while this replica holds the lease and notifies."})
