@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,8 @@ var pathSecrets = map[string]string{
 // finding, and the crash context's events) and in a log line (the crash
 // context's tail) reaches no webhook payload, no Slack message, no ledger
 // ConfigMap and no line of herald's log — and each says, redacted, what
-// was there.
+// was there. So does every secret of internal/redact's corpus, sent as
+// termination messages.
 func TestSecretsReachNoSinkNorLedger(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
@@ -61,6 +63,7 @@ func TestSecretsReachNoSinkNorLedger(t *testing.T) {
 	h := startedHerald(t, env, fmt.Sprintf(`
 context:
   redact: ['customer-[0-9]+']
+  rate: 100   # every pod's alert gets its context, the corpus's too
 incidents: {ledgerName: herald-ledger}
 rules:
   - {name: pod-crashloop, kind: Pod, detector: crashloop, sinks: [hook, chat]}
@@ -82,22 +85,36 @@ sinks:
 		"FATAL: x509: failed to parse private key",
 	}, "\n"))
 
+	// The redaction corpus, as the termination messages of more pods
+	// (each under a fact's 1,024 characters, so nothing is cut away).
+	corpus, secrets := redactionCorpus(t)
+	var pods []string
+	for i, msg := range corpus {
+		pod := fmt.Sprintf("corpus-%d", i)
+		pods = append(pods, pod)
+		podOnNode(t, client, pod, "node-1")
+		crashWithMessage(t, client, pod, msg)
+	}
 	// Both rules fire, at the webhook and at Slack.
 	var crash, warning *sinks.Payload
-	deadline := time.Now().Add(20 * time.Second)
-	for (crash == nil || warning == nil) && time.Now().Before(deadline) {
+	corpusFired := map[string]sinks.Payload{}
+	deadline := time.Now().Add(30 * time.Second)
+	for (crash == nil || warning == nil || len(corpusFired) < len(pods)) && time.Now().Before(deadline) {
 		for _, p := range hook.payloads() {
 			switch {
-			case p.Transition == "firing" && p.Incident.Rule == "pod-crashloop" && p.Context != nil && p.Context.Logs != nil:
+			case p.Transition != "firing":
+			case p.Incident.Rule == "pod-crashloop" && p.Object.Name == "shop" && p.Context != nil && p.Context.Logs != nil:
 				crash = &p
-			case p.Transition == "firing" && p.Incident.Rule == "warnings":
+			case p.Incident.Rule == "pod-crashloop" && strings.HasPrefix(p.Object.Name, "corpus-"):
+				corpusFired[p.Object.Name] = p
+			case p.Incident.Rule == "warnings":
 				warning = &p
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if crash == nil || warning == nil {
-		t.Fatalf("firings: crash loop (with logs) %v, warning %v; want both:\n%s", crash != nil, warning != nil, hook.all())
+	if crash == nil || warning == nil || len(corpusFired) < len(pods) {
+		t.Fatalf("firings: crash loop (with logs) %v, warning %v, corpus pods %d of %d:\n%s", crash != nil, warning != nil, len(corpusFired), len(pods), hook.all())
 	}
 	var slackText string
 	if err := waitFor(10*time.Second, func() bool {
@@ -129,6 +146,36 @@ sinks:
 				t.Errorf("the %s reaches %s", what, where)
 			}
 		}
+	}
+	// The corpus's secrets, in the decoded texts (JSON escapes some of
+	// their characters), Slack's (where they have none Slack escapes)
+	// and herald's log.
+	var decoded strings.Builder
+	for _, p := range hook.payloads() {
+		decoded.WriteString(p.Title + "\n" + p.Text + "\n")
+		for _, v := range p.Facts {
+			decoded.WriteString(v + "\n")
+		}
+	}
+	for _, inc := range incidents {
+		decoded.WriteString(inc.Title + "\n" + inc.Text + "\n")
+		for _, v := range inc.Facts {
+			decoded.WriteString(v + "\n")
+		}
+	}
+	for _, secret := range secrets {
+		texts := map[string]string{"a webhook payload or the ledger": decoded.String(), "herald's log": h.logs.String()}
+		if !strings.ContainsAny(secret, "<>&\"\\") {
+			texts["Slack"] = slackText
+		}
+		for where, text := range texts {
+			if strings.Contains(text, secret) {
+				t.Errorf("the corpus's %q reaches %s", secret, where)
+			}
+		}
+	}
+	if redacted := strings.Count(decoded.String(), "<redacted"); redacted < len(secrets) {
+		t.Errorf("%d placeholders in the payloads and the ledger, want at least one per corpus secret (%d)", redacted, len(secrets))
 	}
 
 	// What was there is said, redacted: in the payloads, and in the
@@ -162,6 +209,49 @@ sinks:
 	if facts < 2 {
 		t.Errorf("the ledger's incidents hold %d redacted facts, want the termination message and the note:\n%s", facts, ledger.String())
 	}
+}
+
+// redactionCorpus reads internal/redact's corpus of secret-bearing lines
+// (marked ⟦like this⟧; a line starting "|| " continues the one above) and
+// packs it into messages under 900 bytes; it returns them and the
+// secrets.
+func redactionCorpus(t *testing.T) (messages, secrets []string) {
+	t.Helper()
+	data, err := os.ReadFile("../../internal/redact/testdata/secrets.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []string
+	for _, l := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(l, "#") || strings.TrimSpace(l) == "":
+		case strings.HasPrefix(l, "|| "):
+			entries[len(entries)-1] += "\n" + strings.TrimPrefix(l, "|| ")
+		default:
+			entries = append(entries, l)
+		}
+	}
+	var msg strings.Builder
+	for _, e := range entries {
+		for rest := e; ; {
+			open := strings.Index(rest, "⟦")
+			if open < 0 {
+				break
+			}
+			end := open + strings.Index(rest[open:], "⟧")
+			if s := rest[open+len("⟦") : end]; len(s) >= 6 {
+				secrets = append(secrets, s)
+			}
+			rest = rest[end+len("⟧"):]
+		}
+		e = strings.NewReplacer("⟦", "", "⟧", "").Replace(e)
+		if msg.Len() > 0 && msg.Len()+len(e) > 900 {
+			messages = append(messages, msg.String())
+			msg.Reset()
+		}
+		msg.WriteString(e + "\n")
+	}
+	return append(messages, msg.String()), secrets
 }
 
 // crashWithMessage writes the pod's status: its app container crash-
