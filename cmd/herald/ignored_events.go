@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-k8s/herald/internal/ratelog"
 	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/sinks"
 )
 
 // ignoredEvents counts and logs the Warning Events whose regarding object
@@ -29,12 +30,12 @@ func newIgnoredEvents(reg prometheus.Registerer, logger *slog.Logger) *ignoredEv
 	g := &ignoredEvents{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_events_ignored_total",
-			Help: "Evaluations of Warning Events the warning-events detector ignored, by reason: foreign-namespace (the regarding object is in another namespace than the Event, or is cluster-scoped and the Event outside default/kube-system), unknown-kind.",
+			Help: "Evaluations of Warning Events the warning-events detector ignored, by reason: foreign-namespace (the regarding object is in another namespace than the Event, or is cluster-scoped and the Event outside default/kube-system), unknown-kind, invalid-reference (a regarding name or uid no object can have).",
 		}, []string{"reason"}),
 		limit:  ratelog.New(10*time.Minute, time.Now),
 		logger: logger,
 	}
-	for _, why := range []string{rules.IgnoredForeignNamespace, rules.IgnoredUnknownKind} {
+	for _, why := range []string{rules.IgnoredForeignNamespace, rules.IgnoredUnknownKind, rules.IgnoredInvalidReference} {
 		g.total.WithLabelValues(why) // present at 0: an alert on its rate needs the series
 	}
 	reg.MustRegister(g.total)
@@ -51,8 +52,11 @@ func (g *ignoredEvents) observe(why string, ev *eventsv1.Event) {
 		return
 	}
 	r := ev.Regarding
+	// Whoever wrote the Event chose these, at any length: a log line
+	// carries the start of each.
+	cut := func(s string) string { return sinks.Head(s, 256) }
 	g.logger.Warn("ignoring a Warning Event: it may not speak for the object it names",
-		"reason", why, "event", ev.Namespace+"/"+ev.Name, "eventReason", ev.Reason,
-		"regarding", r.Kind+" "+r.Namespace+"/"+r.Name, "regardingAPIVersion", r.APIVersion,
-		"reportingController", ev.ReportingController, "heldBack", held)
+		"reason", why, "event", ev.Namespace+"/"+ev.Name, "eventReason", cut(ev.Reason),
+		"regarding", cut(r.Kind+" "+r.Namespace+"/"+r.Name), "regardingAPIVersion", cut(r.APIVersion),
+		"reportingController", cut(ev.ReportingController), "heldBack", held)
 }

@@ -212,7 +212,7 @@ func detectWarningEvents(obj runtime.Object, p Params, now time.Time) ([]Detecti
 		return nil, nil
 	}
 	r := ev.Regarding
-	return []Detection{{Reason: ev.Reason, RecheckAfter: wait,
+	return []Detection{{Reason: truncate(ev.Reason, MaxEventReason), RecheckAfter: wait,
 		Object: &ObjectRef{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: string(r.UID)},
 		Facts:  map[string]string{"count": strconv.Itoa(count), "note": ev.Note, "reportingController": ev.ReportingController},
 		Detail: fmt.Sprintf("%s (%d× in the last %s)", ev.Note, count, p.Window)}}, nil

@@ -7,6 +7,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // An Event's regarding object is written by whoever created the Event,
@@ -27,7 +28,20 @@ const (
 	// IgnoredUnknownKind: a kind herald does not know (nor watches by a
 	// rule), a known kind in another API group, or no kind or name.
 	IgnoredUnknownKind = "unknown-kind"
+	// IgnoredInvalidReference: a name no object can have (the API server
+	// checks neither an Event's regarding name nor its uid, so either can
+	// be a megabyte that would then name the incident, its ledger entry,
+	// its labels and subjects), or a uid longer than any.
+	IgnoredInvalidReference = "invalid-reference"
 )
+
+// maxUID bounds a regarding uid (a UUID is 36 characters).
+const maxUID = 128
+
+// MaxEventReason bounds the reason of a warning-events finding: the API
+// server does not bound an old-style Event's reason, and it becomes the
+// incident's reason, its Alertmanager alertname and a NATS subject token.
+const MaxEventReason = 128
 
 // IgnoredEvent is told of a Warning Event whose regarding object the
 // warning-events detector does not believe, and why (one of the Ignored*
@@ -74,6 +88,9 @@ func distrust(ev *eventsv1.Event, custom []schema.GroupKind) string {
 	r := ev.Regarding
 	if r.Kind == "" || r.Name == "" {
 		return IgnoredUnknownKind
+	}
+	if len(validation.IsDNS1123Subdomain(r.Name)) > 0 || len(r.UID) > maxUID || len(r.Namespace) > validation.DNS1123LabelMaxLength {
+		return IgnoredInvalidReference
 	}
 	group, cluster, known := regardingKind(r.Kind)
 	if r.APIVersion != "" {

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func warningEvent(ns string, regarding corev1.ObjectReference) *eventsv1.Event {
@@ -53,6 +55,14 @@ func TestRegardingTrust(t *testing.T) {
 		{"bad apiVersion", "team-a", ref("a/b/c", "Pod", "team-a", "web"), IgnoredUnknownKind},
 		{"no kind", "team-a", ref("v1", "", "team-a", "web"), IgnoredUnknownKind},
 		{"no name", "team-a", ref("v1", "Pod", "team-a", ""), IgnoredUnknownKind},
+		{"a name no object can have", "team-a", ref("v1", "Pod", "team-a", "Web Server!"), IgnoredInvalidReference},
+		{"a megabyte of name", "team-a", ref("v1", "Pod", "team-a", strings.Repeat("a", 1<<20)), IgnoredInvalidReference},
+		{"a node named too long", "default", ref("v1", "Node", "", strings.Repeat("n", 254)), IgnoredInvalidReference},
+		{"a megabyte of uid", "team-a", func() corev1.ObjectReference {
+			r := ref("v1", "Pod", "team-a", "web")
+			r.UID = types.UID(strings.Repeat("u", 1<<20))
+			return r
+		}(), IgnoredInvalidReference},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			set := compile(t, `
@@ -117,5 +127,21 @@ sinks: [{name: out, stdout: {}}]
 	set.Evaluate("Event", normal, now, nil)
 	if told != 8 {
 		t.Errorf("told %d times; want 8 (once per evaluation of the Warning Event)", told)
+	}
+}
+
+// TestEventReasonIsBounded: an old-style Event's reason is not bounded by
+// the API server; it names the incident (its reason, its Alertmanager
+// alertname, a NATS subject token), so the finding carries at most
+// MaxEventReason characters of it.
+func TestEventReasonIsBounded(t *testing.T) {
+	ev := warningEvent("team-a", corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "team-a", Name: "web", UID: "u-1"})
+	ev.Reason = strings.Repeat("R", 1<<20)
+	d, err := detectWarningEvents(ev, Params{Threshold: 1, Window: 15 * time.Minute}, now)
+	if err != nil || len(d) != 1 {
+		t.Fatalf("detections %+v (%v), want one", d, err)
+	}
+	if n := len([]rune(d[0].Reason)); n > MaxEventReason {
+		t.Errorf("a reason of %d characters, want at most %d", n, MaxEventReason)
 	}
 }

@@ -148,6 +148,7 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 // dots, wildcards, white space and control characters become '_', and so
 // does a leading '$' (subjects under $JS, $SYS, $KV are the server's).
 func Subject(template string, p sinks.Payload) string {
+	const maxToken = 128
 	token := func(s string) string {
 		if s == "" {
 			return "_"
@@ -161,7 +162,7 @@ func Subject(template string, p sinks.Payload) string {
 		if s[0] == '$' {
 			s = "_" + s[1:]
 		}
-		return s
+		return sinks.Head(s, maxToken) // the server closes a connection whose control line passes 4 KB
 	}
 	kind, ns, name, reason, rule, sev := p.Object.Kind, p.Object.Namespace, p.Object.Name, p.Incident.Reason, p.Incident.Rule, p.Incident.Severity
 	if p.Transition == string(incident.Digest) {

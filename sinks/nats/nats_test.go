@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,6 +46,12 @@ func TestSubject(t *testing.T) {
 	p.Incident.Reason = "$SYS.a\u00a0b\x00c\u2028d\xff*>"
 	if got := Subject("{reason}.herald", p); got != "_SYS_a_b_c_d___.herald" {
 		t.Errorf("subject %q", got)
+	}
+	// Nor any length: a subject past the server's 4 KB control line
+	// would close herald's connection at every retry.
+	p.Incident.Reason = strings.Repeat("r", 1<<20)
+	if got := Subject("herald.{reason}", p); len(got) > len("herald.")+128 {
+		t.Errorf("a subject of %d bytes from a reason of 1 MiB", len(got))
 	}
 }
 
