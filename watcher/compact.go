@@ -74,7 +74,7 @@ func compactPod(pod *corev1.Pod, in *interner) (*CompactPod, error) {
 			c.Labels[in.get(k)] = in.get(v)
 		}
 	}
-	if v := pod.Annotations[SilenceUntilAnnotation]; v != "" {
+	if v := pod.Annotations[SilenceUntilAnnotation]; v != "" && len(v) <= maxOwnAnnotation { // bounded as herald's own annotations are (keep.go)
 		c.Annotations = map[string]string{SilenceUntilAnnotation: v}
 	}
 	for _, o := range pod.OwnerReferences {

@@ -267,9 +267,10 @@ func decodeCompactMeta(m *metav1.ObjectMeta, msg []byte, in *interner) error {
 				// initial events (a streaming list); the informer reads
 				// it before the object reaches a cache. An empty value
 				// (the last one counts) is no annotation, as compactPod
-				// has it.
+				// has it; nor is a silence-until longer than any of
+				// herald's (a time is 25 bytes; a pod's author chose it).
 				switch {
-				case len(val) > 0:
+				case len(val) > 0 && (string(key) != SilenceUntilAnnotation || len(val) <= maxOwnAnnotation):
 					if m.Annotations == nil {
 						m.Annotations = map[string]string{}
 					}
