@@ -66,7 +66,9 @@ func (t *Tracker) overflow(object string, f rules.Finding, now time.Time) (strin
 		inc = &Incident{
 			ID: fp + "-" + strconv.Itoa(occ), Occurrence: occ, Fingerprint: fp,
 			Rule: OverflowRule, Severity: f.Severity, Reason: OverflowReason,
-			Object:  rules.ObjectRef{Kind: "Namespace", Name: ns},
+			// In the namespace too: routed, muted (a Silence there) and
+			// labelled as the incidents it holds back would be.
+			Object:  rules.ObjectRef{Kind: "Namespace", Namespace: ns, Name: ns},
 			Grouped: true, Sinks: slices.Clone(f.Sinks), Channel: f.Channel, FirstSeen: now,
 			NoContext: true, repeat: f.Repeat, updateEvery: f.UpdateInterval,
 		}

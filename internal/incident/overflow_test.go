@@ -47,6 +47,11 @@ func TestOpenIncidentsPerNamespaceCapped(t *testing.T) {
 	if over.Rule != OverflowRule || over.Object.Kind != "Namespace" || over.Object.Name != "tenant" || over.MemberCount != 7 {
 		t.Fatalf("overflow incident: rule %s on %s %s with %d members", over.Rule, over.Object.Kind, over.Object.Name, over.MemberCount)
 	}
+	// It is the namespace's: routed, silenced and labelled as its
+	// incidents are (a Silence in tenant mutes it).
+	if over.Object.Namespace != "tenant" {
+		t.Errorf("overflow incident in namespace %q, want tenant", over.Object.Namespace)
+	}
 	if over.Title != "Too many incidents in namespace tenant: 7 more problems held back" {
 		t.Errorf("title %q", over.Title)
 	}
