@@ -101,7 +101,7 @@ func explain(err error, verb, namespace string, cluster bool) error {
 	case crdMissing(err):
 		return errors.New("the Silence resource (silences.herald.io) is not installed in this cluster: install herald's Helm chart, or kubectl apply -f charts/herald/crds/")
 	case apierrors.IsForbidden(err) && cluster:
-		return fmt.Errorf("you may not %s clustersilences (%v): muting across namespaces is a permission of its own; ask herald's operators for the chart's <release>-clustersilences-admin ClusterRole, or create a Silence in your namespace", verb, apierrors.ReasonForError(err))
+		return fmt.Errorf("you may not %s clustersilences (%v): muting across namespaces is a permission of its own; ask herald's operators for the chart's <fullname>-clustersilences-admin ClusterRole, or create a Silence in your namespace", verb, apierrors.ReasonForError(err))
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("you may not %s silences %s (%v); ask for the edit role there (herald's chart adds silences to view, edit and admin)", verb, where, apierrors.ReasonForError(err))
 	}
