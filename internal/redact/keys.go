@@ -116,13 +116,23 @@ func keyValueRule() rule {
 			// "a-secret" : x is a quoted name, not a key ("key" : "v" of
 			// pretty-printed JSON has a quoted value).
 			quotedName := strings.TrimRight(between, " \t") != between && strings.Trim(between, " \t") != ""
-			start, end, quoted := value(s, at)
+			if at < len(s) && (s[at] == '{' || s[at] == '(') {
+				continue // a structure (its own pairs are found); not read
+			}
+			start, end, quoted, long := shortValue(s, at)
+			if long {
+				// Past maxValue bytes a value is a secret, whatever it
+				// looks like: read whole, it is read once.
+				start, end, _ = value(s, at)
+				out, covered = append(out, span{start, end, Redacted}), end
+				continue
+			}
 			v := s[start:end]
 			if v == "" || isPlaceholder(v) || harmless(v) || shellDir(key, v) {
 				continue
 			}
-			if !quoted && (v[0] == '{' || v[0] == '(' || sep == ":" && prose(v) || quotedName) {
-				continue // a structure (its own pairs are found), or words
+			if !quoted && (sep == ":" && prose(v) || quotedName) {
+				continue // words, or a quoted name
 			}
 			out, covered = append(out, span{start, end, Redacted}), end
 		}
@@ -146,8 +156,7 @@ func flagRule() rule {
 			if at == k[1] || at >= len(s) || s[at] == '-' || !secretKey(s[k[0]:k[1]]) {
 				continue
 			}
-			start, end, _ := value(s, at)
-			if v := s[start:end]; v != "" && !isPlaceholder(v) && !harmless(v) {
+			if start, end := secretValue(s, at); start >= 0 {
 				out, covered = append(out, span{start, end, Redacted}), end
 			}
 		}
@@ -168,6 +177,7 @@ func shortFlagRule() rule {
 		s := t.s
 		var line lineOf
 		for _, flag := range []string{"-p", "-a"} {
+			covered := 0 // a value redacted already runs to here
 			for i := 0; ; {
 				j := strings.Index(s[i:], flag)
 				if j < 0 {
@@ -175,7 +185,7 @@ func shortFlagRule() rule {
 				}
 				f := i + j
 				i = f + 2
-				if f > 0 && strings.IndexByte(" \t\n", s[f-1]) < 0 {
+				if f < covered || f > 0 && strings.IndexByte(" \t\n", s[f-1]) < 0 {
 					continue
 				}
 				at := f + 2
@@ -185,19 +195,44 @@ func shortFlagRule() rule {
 				if at >= len(s) || s[at] == '-' {
 					continue
 				}
-				start, end, _ := value(s, at)
-				v := s[start:end]
-				if v == "" || isPlaceholder(v) {
+				// The line's answers first: a value is read only where
+				// it may be a password.
+				var client bool
+				if flag == "-a" {
+					if !line.mentions(t, f, mentionsAClient) {
+						continue
+					}
+					client = true
+				} else if client = line.mentions(t, f, mentionsPClient); !client && !line.mentions(t, f, mentionsUser) {
 					continue
 				}
-				if flag == "-p" && (line.mentions(t, f, mentionsPClient) || !portLike.MatchString(v) && line.mentions(t, f, mentionsUser)) ||
-					flag == "-a" && line.mentions(t, f, mentionsAClient) {
-					out = append(out, span{start, end, Redacted})
+				start, end, _, long := shortValue(s, at)
+				if long {
+					start, end, _ = value(s, at) // a secret (secretValue)
+				} else if v := s[start:end]; v == "" || isPlaceholder(v) || !client && portLike.MatchString(v) {
+					continue
 				}
+				out, covered = append(out, span{start, end, Redacted}), end
 			}
 		}
 		return out
 	}}
+}
+
+// secretValue: the value at i, or start < 0 if it is kept (nothing, a
+// placeholder, harmless). A value longer than maxValue is a secret,
+// whatever it looks like: only it is read whole, and it is redacted (so
+// read once).
+func secretValue(s string, i int) (start, end int) {
+	start, end, _, long := shortValue(s, i)
+	if long {
+		start, end, _ = value(s, i)
+		return start, end
+	}
+	if v := s[start:end]; v == "" || isPlaceholder(v) || harmless(v) {
+		return -1, -1
+	}
+	return start, end
 }
 
 // closeQuote is a quote that may end a quoted name: ", ', `, \", \\\",
@@ -219,8 +254,7 @@ func envPairRule() rule {
 			if m[0] < covered || !secretKey(s[m[2]:m[3]]) {
 				continue
 			}
-			start, end, _ := value(s, m[1])
-			if v := s[start:end]; v != "" && !isPlaceholder(v) && !harmless(v) {
+			if start, end := secretValue(s, m[1]); start >= 0 {
 				out, covered = append(out, span{start, end, Redacted}), end
 			}
 		}
@@ -233,7 +267,7 @@ func envPairRule() rule {
 type lineOf struct {
 	start, end int
 	known      bool
-	answers    [3]int8 // by question: 0 not asked, 1 yes, -1 no
+	answers    [4]int8 // by question: 0 not asked, 1 yes, -1 no
 }
 
 // Questions a rule asks of a line.
@@ -255,14 +289,12 @@ func (l *lineOf) mentions(t *text, i, q int) bool {
 	if !l.known || i < l.start || i >= l.end {
 		l.start = strings.LastIndexByte(t.s[:i], '\n') + 1
 		l.end = endOfLine(t.s, i, "")
-		l.known, l.answers = true, [3]int8{}
-	}
-	if q == mentionsUser {
-		return userFlag.MatchString(t.lower[l.start:l.end])
+		l.known, l.answers = true, [4]int8{}
 	}
 	if l.answers[q] == 0 {
 		l.answers[q] = -1
-		if containsAny(t.lower[l.start:l.end], questions[q]) {
+		if q == mentionsUser && userFlag.MatchString(t.lower[l.start:l.end]) ||
+			q != mentionsUser && containsAny(t.lower[l.start:l.end], questions[q]) {
 			l.answers[q] = 1
 		}
 	}

@@ -280,10 +280,27 @@ func group(re *regexp.Regexp, label string, keep func(v string) bool) func(*text
 }
 
 // isPlaceholder: v is what a redaction left (so redacting twice is
-// redacting once).
+// redacting once): "<redacted>", or "<redacted " and a label of letters
+// and spaces ("<redacted private key>", "<redacted GitHub token>"), at
+// most maxPlaceholder bytes. "<redactedhunter2>" is not one.
 func isPlaceholder(v string) bool {
-	return strings.HasPrefix(v, "<redacted") && strings.IndexByte(v, '>') == len(v)-1
+	if v == Redacted {
+		return true
+	}
+	label, ok := strings.CutPrefix(v, "<redacted ")
+	if !ok || len(v) > maxPlaceholder || len(label) < 2 || label[len(label)-1] != '>' || label[0] == ' ' {
+		return false
+	}
+	for i := 0; i < len(label)-1; i++ {
+		if c := label[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == ' ') {
+			return false
+		}
+	}
+	return true
 }
+
+// maxPlaceholder bounds a placeholder's length.
+const maxPlaceholder = 64
 
 func isB64(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/'

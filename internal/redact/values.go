@@ -17,15 +17,38 @@ var quotes = []struct{ open, close string }{
 // quote, an & (URL query), or a ',' or ';' that starts another key=…
 // pair, without trailing punctuation. quoted says which.
 func value(s string, i int) (start, end int, quoted bool) {
+	start, end, quoted, _ = valueWithin(s, i, len(s))
+	return start, end, quoted
+}
+
+// maxValue bounds the scan of a value a rule may yet keep (harmless, a
+// placeholder, a structure): a text of many keys, each of whose value
+// runs to the end of the line, is read in linear time.
+const maxValue = 4 << 10
+
+// shortValue is value, read no further than maxValue bytes: long says it
+// stopped there (the value is longer; value reads it whole).
+func shortValue(s string, i int) (start, end int, quoted, long bool) {
+	return valueWithin(s, i, maxValue)
+}
+
+// valueWithin is value read no further than limit bytes from i; long
+// says the limit stopped it before the end of s.
+func valueWithin(s string, i, limit int) (start, end int, quoted, long bool) {
 	if n := placeholderAt(s, i); n > 0 {
-		return i, i + n, false
+		return i, i + n, false, false
+	}
+	lim := len(s)
+	if limit < len(s)-i {
+		lim = i + limit
 	}
 	if close, n := openQuote(s, i); n > 0 {
-		return i + n, closing(s, i+n, close), true
+		end = closing(s[:max(lim, i+n)], i+n, close)
+		return i + n, end, true, end >= lim && lim < len(s)
 	}
 	end = i
 scan:
-	for ; end < len(s); end++ {
+	for ; end < lim; end++ {
 		switch c := s[end]; c {
 		case ' ', '\t', '\r', '\n', '"', '\'', '`', '&':
 			break scan
@@ -45,21 +68,26 @@ scan:
 			}
 		}
 	}
+	if end == lim && lim < len(s) {
+		return i, end, false, true
+	}
 	for end > i && strings.IndexByte(",;.)}]>:", s[end-1]) >= 0 {
 		end--
 	}
-	return i, end, false
+	return i, end, false, false
 }
 
 // placeholderAt: the length of the placeholder at i (a redaction's), or 0.
+// Only the first maxPlaceholder bytes are read.
 func placeholderAt(s string, i int) int {
 	if !strings.HasPrefix(s[i:], "<redacted") {
 		return 0
 	}
-	if j := strings.IndexAny(s[i:], ">\n"); j > 0 && s[i+j] == '>' {
-		return j + 1
+	j := strings.IndexByte(s[i:min(len(s), i+maxPlaceholder)], '>')
+	if j < 0 || !isPlaceholder(s[i:i+j+1]) {
+		return 0
 	}
-	return 0
+	return j + 1
 }
 
 // startsPair says whether s starts (after spaces) with key= or key:.
@@ -83,13 +111,15 @@ func hasPrefixFold(s, prefix string) bool {
 // harmless values say nothing secret: booleans, nothing, a mask, a
 // reference to where the secret is ($VAR, ${VAR}, {{ .x }}).
 func harmless(v string) bool {
-	switch strings.ToLower(v) {
-	case "", "true", "false", "null", "nil", "<nil>", "none", "yes", "no", "on", "off",
-		"enabled", "disabled", "undefined", "empty", "set", "unset", "required", "optional",
-		"redacted", "[redacted]", "[filtered]", "[hidden]", "<hidden>", "{}", "[]", "-":
-		return true
+	if len(v) <= len("[filtered]") {
+		switch strings.ToLower(v) {
+		case "", "true", "false", "null", "nil", "<nil>", "none", "yes", "no", "on", "off",
+			"enabled", "disabled", "undefined", "empty", "set", "unset", "required", "optional",
+			"redacted", "[redacted]", "[filtered]", "[hidden]", "<hidden>", "{}", "[]", "-":
+			return true
+		}
 	}
-	if strings.Trim(v, "*") == "" || len(v) >= 3 && strings.Trim(strings.ToLower(v), "x") == "" {
+	if strings.Trim(v, "*") == "" || len(v) >= 3 && strings.Trim(v, "xX") == "" {
 		return true
 	}
 	if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") || strings.HasPrefix(v, "{{") && strings.HasSuffix(v, "}}") {
