@@ -280,7 +280,7 @@ func group(re *regexp.Regexp, label string, keep func(v string) bool) func(*text
 }
 
 // isPlaceholder: v is what a redaction left (so redacting twice is
-// redacting once): "<redacted>", or "<redacted " and a label of letters
+// redacting once): "<redacted>", or "<redacted " and a label of letters, digits
 // and spaces ("<redacted private key>", "<redacted GitHub token>"), at
 // most maxPlaceholder bytes. "<redactedhunter2>" is not one.
 func isPlaceholder(v string) bool {
@@ -292,7 +292,7 @@ func isPlaceholder(v string) bool {
 		return false
 	}
 	for i := 0; i < len(label)-1; i++ {
-		if c := label[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == ' ') {
+		if c := label[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == ' ') { // "base64"
 			return false
 		}
 	}
