@@ -127,7 +127,12 @@ sinks:
 	over := got.await(t, 1, time.Minute, func(p sinks.Payload) bool {
 		return p.Incident.Rule == incident.OverflowRule && p.Object.Name == "flood" && p.Facts["heldBack"] == "10"
 	})
-	fired := got.await(t, 50, time.Minute, func(p sinks.Payload) bool { return p.Object.Namespace == "flood" && p.Transition == "firing" })
+	if ns := over[len(over)-1].p.Object.Namespace; ns != "flood" {
+		t.Errorf("the overflow incident is in namespace %q, want flood (its Silences and routing)", ns)
+	}
+	fired := got.await(t, 50, time.Minute, func(p sinks.Payload) bool {
+		return p.Object.Namespace == "flood" && p.Transition == "firing" && p.Incident.Rule != incident.OverflowRule
+	})
 	if len(fired) != 50 {
 		t.Errorf("%d incidents fired in namespace flood, want 50 and the overflow incident", len(fired))
 	}
