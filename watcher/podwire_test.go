@@ -57,27 +57,33 @@ func randomPods(seed int64, n int) []*corev1.Pod {
 func TestDecodedAsCompacted(t *testing.T) {
 	pods := append(randomPods(1, 2000), realisticPod(), crashingPod("shop-0"))
 	for i, pod := range pods {
-		raw, err := pod.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// What the informer decoded before: the whole pod.
-		var decoded corev1.Pod
-		if err := decoded.Unmarshal(raw); err != nil {
-			t.Fatal(err)
-		}
-		want, err := compactPod(&decoded, newInterner(1024))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := decodeCompactPod(raw, newInterner(1024))
-		if err != nil {
-			t.Fatalf("pod %d: %v", i, err)
-		}
+		want, got := bothDecodings(t, pod)
 		if err := compactionDiff(got, want); err != nil {
 			t.Fatalf("pod %d: %v", i, err)
 		}
 	}
+}
+
+// bothDecodings compacts pod's protobuf encoding both ways: typed (what
+// the informer decoded before: the whole pod, then compactPod) and
+// straight from the wire (decodeCompactPod).
+func bothDecodings(t *testing.T, pod *corev1.Pod) (typed, wire *CompactPod) {
+	t.Helper()
+	raw, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded corev1.Pod
+	if err := decoded.Unmarshal(raw); err != nil {
+		t.Fatal(err)
+	}
+	if typed, err = compactPod(&decoded, newInterner(1024)); err != nil {
+		t.Fatal(err)
+	}
+	if wire, err = decodeCompactPod(raw, newInterner(1024)); err != nil {
+		t.Fatalf("pod %s: %v", pod.Name, err)
+	}
+	return typed, wire
 }
 
 // compactionDiff says how got differs from want: in metadata, or in spec

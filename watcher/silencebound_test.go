@@ -3,8 +3,6 @@ package watcher
 import (
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // TestSilenceUntilIsBounded: a pod's herald.io/silence-until is kept in
@@ -21,22 +19,7 @@ func TestSilenceUntilIsBounded(t *testing.T) {
 	} {
 		pod := crashingPod("shop-0")
 		pod.Annotations = map[string]string{SilenceUntilAnnotation: tc.value}
-		raw, err := pod.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var decoded corev1.Pod
-		if err := decoded.Unmarshal(raw); err != nil {
-			t.Fatal(err)
-		}
-		typed, err := compactPod(&decoded, newInterner(16))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wire, err := decodeCompactPod(raw, newInterner(16))
-		if err != nil {
-			t.Fatal(err)
-		}
+		typed, wire := bothDecodings(t, pod)
 		for name, c := range map[string]*CompactPod{"compactPod": typed, "decodeCompactPod": wire} {
 			if _, kept := c.Annotations[SilenceUntilAnnotation]; kept != tc.kept {
 				t.Errorf("%s: a silence-until of %d bytes kept %v, want %v", name, len(tc.value), kept, tc.kept)

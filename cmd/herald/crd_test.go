@@ -76,21 +76,29 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// metricValue scrapes one sample from herald's /metrics.
+// metricValue scrapes one sample from herald's /metrics (0 if absent).
 func metricValue(t *testing.T, addr, sample string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	v, err := scrapeMetric(addr, sample)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return v
+}
+
+// scrapeMetric reads one sample of the /metrics at addr, 0 if absent.
+func scrapeMetric(addr, sample string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	m := regexp.MustCompile("(?m)^" + regexp.QuoteMeta(sample) + ` (\S+)$`).FindSubmatch(body)
 	if m == nil {
-		return 0
+		return 0, nil
 	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
+	return strconv.ParseFloat(string(m[1]), 64)
 }
 
 // TestCELRuleOnCustomResource: a CEL rule on a CRD fires and resolves on

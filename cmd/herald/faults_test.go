@@ -323,23 +323,10 @@ func TestNoPerEventAPICalls(t *testing.T) {
 	h := newLoadHarnessWith(t, harnessOptions{replicas: 0, env: testenv.Options{Audit: true}})
 	ctx := context.Background()
 	const pods, storm = 10000, 2000
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for w := range 32 {
-		wg.Go(func() {
-			for i := w; i < pods; i += 32 {
-				if _, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(fmt.Sprintf("load-%05d", i)), metav1.CreateOptions{}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	parallel(t, pods, func(i int) error {
+		_, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(fmt.Sprintf("load-%05d", i)), metav1.CreateOptions{})
+		return err
+	})
 	r := h.start()
 	h.leader(h.replicas)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {

@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -226,17 +224,7 @@ func scrape(r *replica, sample string) float64 {
 	if len(all) == 0 {
 		return 0
 	}
-	resp, err := http.Get("http://" + all[len(all)-1][1] + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile("(?m)^" + regexp.QuoteMeta(sample) + ` (\S+)$`).FindSubmatch(body)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	v, _ := scrapeMetric(all[len(all)-1][1], sample)
 	return v
 }
 

@@ -18,6 +18,19 @@ import (
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
+// heldByA is two candidates on a fake clock at t0, b with a 15 s lease
+// duration, a (with aLease) holding the Lease.
+func heldByA(t *testing.T, aLease time.Duration) (*clocktesting.FakePassiveClock, *memoryLeases, *elector, *elector) {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(t0)
+	leases := &memoryLeases{}
+	a, b := candidateOn(leases, "a", aLease, clk), candidateOn(leases, "b", 15*time.Second, clk)
+	if !a.tryAcquireOrRenew(context.Background()) {
+		t.Fatal("a could not take a Lease nobody held")
+	}
+	return clk, leases, a, b
+}
+
 // slowReads is memoryLeases whose reads answer readTakes after the API
 // server read the Lease, on the fake clock: a slow API server.
 type slowReads struct {
@@ -64,12 +77,7 @@ func TestFollowerTimesTheLeaseFromTheAnswer(t *testing.T) {
 // rollout that changes the flag must not let a replica take over early).
 func TestTheHoldersLeaseDurationDecides(t *testing.T) {
 	ctx := context.Background()
-	clk := clocktesting.NewFakePassiveClock(t0)
-	leases := &memoryLeases{}
-	a, b := candidateOn(leases, "a", time.Minute, clk), candidateOn(leases, "b", 15*time.Second, clk)
-	if !a.tryAcquireOrRenew(ctx) {
-		t.Fatal("a could not take a Lease nobody held")
-	}
+	clk, _, _, b := heldByA(t, time.Minute)
 	if b.tryAcquireOrRenew(ctx) {
 		t.Fatal("b took a Lease just taken")
 	}
@@ -90,12 +98,7 @@ func TestTheHoldersLeaseDurationDecides(t *testing.T) {
 // whole lease duration.
 func TestReleaseRetriesAfterAConflict(t *testing.T) {
 	ctx := context.Background()
-	clk := clocktesting.NewFakePassiveClock(t0)
-	leases := &memoryLeases{}
-	a, b := candidateOn(leases, "a", 15*time.Second, clk), candidateOn(leases, "b", 15*time.Second, clk)
-	if !a.tryAcquireOrRenew(ctx) {
-		t.Fatal("a could not take a Lease nobody held")
-	}
+	_, leases, a, b := heldByA(t, 15*time.Second)
 	// a's renewal, applied, its answer never read.
 	applied, _ := leases.GetLease(ctx, "default", "herald")
 	later := metav1.NewMicroTime(t0.Add(2 * time.Second))
@@ -119,12 +122,7 @@ func TestReleaseRetriesAfterAConflict(t *testing.T) {
 // replica taking the Lease, release reads it and leaves it be.
 func TestReleaseLeavesAnotherHolderAlone(t *testing.T) {
 	ctx := context.Background()
-	clk := clocktesting.NewFakePassiveClock(t0)
-	leases := &memoryLeases{}
-	a, b := candidateOn(leases, "a", 15*time.Second, clk), candidateOn(leases, "b", 15*time.Second, clk)
-	if !a.tryAcquireOrRenew(ctx) {
-		t.Fatal("a could not take a Lease nobody held")
-	}
+	clk, leases, a, b := heldByA(t, 15*time.Second)
 	b.tryAcquireOrRenew(ctx) // sees a's hold
 	clk.SetTime(t0.Add(16 * time.Second))
 	if !b.tryAcquireOrRenew(ctx) {
