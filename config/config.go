@@ -16,6 +16,9 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
+	// ClusterName tells clusters apart: it leads every message's push
+	// text and is in every payload (sinks may override it).
+	ClusterName string `yaml:"clusterName"`
 	// Workers is how many reconcile workers run in parallel (default 4).
 	Workers   int       `yaml:"workers"`
 	Incidents Incidents `yaml:"incidents"`
@@ -24,6 +27,9 @@ type Config struct {
 	Sinks     []Sink    `yaml:"sinks"`
 	Inhibit   Inhibit   `yaml:"inhibit"`
 	Silences  Silences  `yaml:"silences"`
+	// Routes choose, per incident, the sinks and destinations its
+	// notifications go to (config/routes.go).
+	Routes []Route `yaml:"routes"`
 
 	file  string
 	pos   positions
@@ -150,10 +156,10 @@ type Rule struct {
 	// risen this much since the last notification (default 5; -1: never).
 	RestartStep int `yaml:"restartStep"`
 	// Channel sends this rule's notifications to a Slack channel other
-	// than the sink's default; a namespace's herald.io/slack-channel
-	// annotation overrides both.
+	// than the sink's default (a matching route's channel wins).
 	Channel string `yaml:"channel"`
-	// Sinks the rule's notifications go to, by name.
+	// Sinks the rule's notifications go to, by name, when no route
+	// matches (may be empty when a last route takes everything).
 	Sinks []string `yaml:"sinks"`
 	// AlertLabels are added to this rule's alerts in Alertmanager (e.g.
 	// team: payments), for its routing tree.
@@ -339,6 +345,7 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Sinks {
 		s := &c.Sinks[i]
+		s.defaultClusterName(c.ClusterName)
 		s.defaultDestinations()
 		if s.Webhook != nil && s.Webhook.Timeout == 0 {
 			s.Webhook.Timeout = DefaultWebhookTimeout

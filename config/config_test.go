@@ -89,7 +89,7 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/many-errors.yaml:5:15: rules[0].severity: must be one of info, warning, critical; got "urgent"`,
 			`testdata/many-errors.yaml:6:13: rules[0].sinks[0]: unknown sink "nowhere"; defined sinks: a`,
 			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs a kind, e.g. kind: Pod`,
-			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs at least one sink in sinks:`,
+			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs at least one sink in sinks: (or a last route that takes everything)`,
 			`testdata/many-errors.yaml:11:5: sinks[0]: a sink needs exactly one of: webhook, slack, nats, alertmanager, pagerduty, teams, stdout`,
 			`testdata/many-errors.yaml:12:11: sinks[1].name: sink name "a" is used twice`,
 		}},

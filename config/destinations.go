@@ -57,6 +57,8 @@ type PagerDutySink struct {
 	ClusterName string        `yaml:"clusterName"`
 	Timeout     time.Duration `yaml:"timeout"`
 	TLS         TLSConfig     `yaml:"tls"`
+	// Destinations are other services' routing keys routes may choose.
+	Destinations map[string]*Destination `yaml:"destinations"`
 }
 
 // TeamsSink posts an Adaptive Card to a Microsoft Teams Workflows
@@ -69,6 +71,8 @@ type TeamsSink struct {
 	ClusterName string        `yaml:"clusterName"`
 	Timeout     time.Duration `yaml:"timeout"`
 	TLS         TLSConfig     `yaml:"tls"`
+	// Destinations are other Workflows URLs routes may choose.
+	Destinations map[string]*Destination `yaml:"destinations"`
 }
 
 // Defaults of the destinations.
@@ -80,6 +84,25 @@ const (
 // labelNameRE is Prometheus' label name syntax, which Alertmanager
 // enforces.
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// defaultClusterName gives the sinks that show a cluster the top-level
+// clusterName, unless they name their own.
+func (s *Sink) defaultClusterName(name string) {
+	var field *string
+	switch {
+	case s.Slack != nil:
+		field = &s.Slack.ClusterName
+	case s.Alertmanager != nil:
+		field = &s.Alertmanager.ClusterName
+	case s.PagerDuty != nil:
+		field = &s.PagerDuty.ClusterName
+	case s.Teams != nil:
+		field = &s.Teams.ClusterName
+	}
+	if field != nil && *field == "" {
+		*field = name
+	}
+}
 
 func (s *Sink) defaultDestinations() {
 	if a := s.Alertmanager; a != nil {

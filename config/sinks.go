@@ -77,6 +77,8 @@ type WebhookSink struct {
 	Body string `yaml:"body"`
 	// ContentType of a templated body (default application/json).
 	ContentType string `yaml:"contentType"`
+	// Destinations are other URLs routes may choose (config/routes.go).
+	Destinations map[string]*Destination `yaml:"destinations"`
 }
 
 // SlackSink posts Block Kit messages, by bot token (chat.postMessage, with

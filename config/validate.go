@@ -91,6 +91,7 @@ func (c *Config) validate() Errors {
 			}
 		}
 		c.validateDestinations(p, &c.Sinks[i], add)
+		c.validateSinkDestinations(p, &c.Sinks[i], add)
 		c.validateCredentials(p, &c.Sinks[i], add)
 		if sl := s.Slack; sl != nil {
 			switch {
@@ -196,8 +197,8 @@ func (c *Config) validate() Errors {
 				add(fmt.Sprintf("%s.namespaces.%s[%d]", p, field, k), "bad namespace pattern %q: %v", ns, err)
 			}
 		}
-		if len(r.Sinks) == 0 {
-			add(p, "a rule needs at least one sink in sinks:")
+		if len(r.Sinks) == 0 && !c.HasCatchAll() {
+			add(p, "a rule needs at least one sink in sinks: (or a last route that takes everything)")
 		}
 		validateLabels(p+".alertLabels", r.AlertLabels, add)
 		for j, name := range r.Sinks {
@@ -210,6 +211,7 @@ func (c *Config) validate() Errors {
 			}
 		}
 	}
+	c.validateRoutes(add)
 	return errs
 }
 
