@@ -109,6 +109,14 @@ type Incident struct {
 	Pending []Pending `json:"pending,omitempty"`
 	// Channel routes chat sinks (the rule's, or a namespace's override).
 	Channel string `json:"channel,omitempty"`
+	// Route names the routes that chose Sinks (empty: the rule's sinks);
+	// Dest is, by sink, the Slack channel or the named destination they
+	// chose; Mentions are the Slack IDs (S…, U…, W…) to notify. Decided
+	// when the incident fires and kept, so that every notification of it
+	// goes where the first went.
+	Route    string            `json:"route,omitempty"`
+	Dest     map[string]string `json:"dest,omitempty"`
+	Mentions []string          `json:"mention,omitempty"`
 	// Refs are what sinks need to find their earlier message again, by
 	// sink (Slack: channel and ts, to edit it in place).
 	Refs map[string]string `json:"refs,omitempty"`
