@@ -77,6 +77,12 @@ func compactPod(pod *corev1.Pod, in *interner) (*CompactPod, error) {
 	if v := pod.Annotations[SilenceUntilAnnotation]; v != "" && len(v) <= maxOwnAnnotation { // bounded as herald's own annotations are (keep.go)
 		c.Annotations = map[string]string{SilenceUntilAnnotation: v}
 	}
+	if v := pod.Annotations[TeamAnnotation]; v != "" && len(v) <= maxTeam {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[TeamAnnotation] = in.get(v) // a team owns many pods: one copy
+	}
 	for _, o := range pod.OwnerReferences {
 		o.APIVersion, o.Kind, o.Name, o.UID = in.get(o.APIVersion), in.get(o.Kind), in.get(o.Name), in.uid(o.UID)
 		c.OwnerReferences = append(c.OwnerReferences, o)

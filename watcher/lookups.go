@@ -97,3 +97,37 @@ func (w *Watcher) IndexPodsByWorkload() error {
 		return []string{WorkloadKey(m.GetNamespace(), kind, name)}, nil
 	}})
 }
+
+// Team names the team that owns obj: its own herald.io/team annotation,
+// else its workload's (when that kind is cached), else its namespace's
+// (when namespaces are cached); "" when none says. A value longer than a
+// team's name is no team.
+func (w *Watcher) Team(obj metav1.Object) string {
+	if t := team(obj.GetAnnotations()); t != "" {
+		return t
+	}
+	ns := obj.GetNamespace()
+	if kind, name := Workload(obj); kind != "Pod" || name != obj.GetName() {
+		if owner, ok, err := w.Get(Key{Kind: kind, Namespace: ns, Name: name}); err == nil && ok {
+			if m, err := objectMeta(owner); err == nil {
+				if t := team(m.GetAnnotations()); t != "" {
+					return t
+				}
+			}
+		}
+	}
+	if ns == "" {
+		return ""
+	}
+	if m := w.namespace(ns); m != nil {
+		return team(m.GetAnnotations())
+	}
+	return ""
+}
+
+func team(ann map[string]string) string {
+	if t := ann[TeamAnnotation]; len(t) <= maxTeam {
+		return t
+	}
+	return ""
+}

@@ -278,6 +278,16 @@ func decodeCompactMeta(m *metav1.ObjectMeta, msg []byte, in *interner) error {
 				case m.Annotations != nil:
 					delete(m.Annotations, string(key))
 				}
+			case TeamAnnotation:
+				switch {
+				case len(val) > 0 && len(val) <= maxTeam:
+					if m.Annotations == nil {
+						m.Annotations = map[string]string{}
+					}
+					m.Annotations[TeamAnnotation] = in.getBytes(val)
+				case m.Annotations != nil:
+					delete(m.Annotations, TeamAnnotation)
+				}
 			}
 		case metaOwnerReferences:
 			var o metav1.OwnerReference

@@ -3,6 +3,7 @@ package watcher
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -38,6 +39,12 @@ func randomPods(seed int64, n int) []*corev1.Pod {
 					m.Annotations = map[string]string{}
 				}
 				m.Annotations[SilenceUntilAnnotation] = c.String(20)
+			}
+			if c.Bool() {
+				if m.Annotations == nil {
+					m.Annotations = map[string]string{}
+				}
+				m.Annotations[TeamAnnotation] = strings.Repeat("t", c.Intn(2*maxTeam))
 			}
 		},
 	)

@@ -27,3 +27,30 @@ func TestSilenceUntilIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestTeamIsKeptAndBounded: a pod's herald.io/team (routes match it) is
+// kept in the compact cache, one copy per team name, up to a name's
+// length; both decoders agree.
+func TestTeamIsKeptAndBounded(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		kept  bool
+	}{
+		{"payments", true},
+		{strings.Repeat("p", maxTeam), true},
+		{strings.Repeat("p", maxTeam+1), false},
+		{"", false},
+	} {
+		pod := crashingPod("shop-0")
+		pod.Annotations = map[string]string{TeamAnnotation: tc.value, "unrelated": "x"}
+		typed, wire := bothDecodings(t, pod)
+		for name, c := range map[string]*CompactPod{"compactPod": typed, "decodeCompactPod": wire} {
+			if got, kept := c.Annotations[TeamAnnotation]; kept != tc.kept || (kept && got != tc.value) {
+				t.Errorf("%s: team of %d bytes kept %v (%q), want %v", name, len(tc.value), kept, got, tc.kept)
+			}
+			if _, ok := c.Annotations["unrelated"]; ok {
+				t.Errorf("%s: an unrelated annotation was cached", name)
+			}
+		}
+	}
+}

@@ -14,6 +14,14 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // until the time it holds (internal/silence); compact pods keep it.
 const SilenceUntilAnnotation = "herald.io/silence-until"
 
+// TeamAnnotation names the team that owns an object, a workload or a
+// namespace; routes match it (config.AnnotationTeam). A pod's cache keeps
+// it, up to maxTeam bytes: a team's name, not a document.
+const (
+	TeamAnnotation = "herald.io/team"
+	maxTeam        = 63
+)
+
 // StripUnread is the informers' transform: it runs once per object before
 // the object enters the cache, and drops what no rule reads, so the cache
 // holds only what herald needs. It modifies the object in place, which the
