@@ -20,6 +20,7 @@ import (
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/ratelog"
+	"github.com/herald-k8s/herald/internal/route"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -53,26 +54,28 @@ type Options struct {
 	// sending it (startup: silent).
 	Delivered func(n incident.Notification, sink string)
 	// RouteByNamespace lets a namespace's herald.io/slack-channel
-	// annotation choose the channel of its notifications.
+	// annotation choose, among the channels the configuration names, the
+	// channel of its notifications.
 	RouteByNamespace bool
+	// Routes decide where each incident goes (nil: the rules' sinks).
+	Routes *route.Table
 	// Namespaces keeps a Namespace cache whatever the rules say (a
 	// namespace's herald.io/silence-until annotation mutes it).
 	Namespaces bool
 }
 
-// AnnotationChannel on a namespace routes its notifications to a chat
-// channel.
-const AnnotationChannel = "herald.io/slack-channel"
-
 // Controller runs the reconcile loop.
 type Controller struct {
 	Options
 	// rules is the rule set in force; a configuration reload swaps it.
-	rules     atomic.Pointer[rules.Set]
+	rules atomic.Pointer[rules.Set]
+	// routes are the routes in force; a reload swaps them too.
+	routes    atomic.Pointer[route.Table]
 	queue     workqueue.TypedRateLimitingInterface[watcher.Key]
 	nsLabels  rules.NamespaceLabels
 	ruleErrs  *ratelog.Limiter
-	lateKinds []string // kinds whose informer could not be made yet
+	refusals  *ratelog.Limiter // annotations not followed, logged once a minute per namespace
+	lateKinds []string         // kinds whose informer could not be made yet
 	outbox    *outbox
 }
 
@@ -92,9 +95,11 @@ func New(opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[watcher.Key]{Name: "herald", MetricsProvider: opts.Metrics.Queue},
 		),
 		ruleErrs: ratelog.New(time.Minute, opts.Now),
+		refusals: ratelog.New(time.Minute, opts.Now),
 		outbox:   newOutbox(opts.Dispatcher),
 	}
 	c.rules.Store(opts.Rules)
+	c.routes.Store(opts.Routes)
 	// Pods are cached compact unless a rule needs the whole object; the
 	// rule set in force decides, so a reload can change it.
 	opts.Watcher.CompactWhen(func(kind string) bool { return !c.rules.Load().NeedsWholeObject(kind) })
@@ -298,23 +303,8 @@ func (c *Controller) track(key watcher.Key, a assessment) []incident.Notificatio
 func (c *Controller) announce(notes []incident.Notification, attrs ...any) {
 	for _, n := range notes {
 		c.Metrics.Notifications.WithLabelValues(n.Incident.Rule, string(n.Transition)).Inc()
+		c.Metrics.Routed.WithLabelValues(n.Incident.Route).Inc()
 		c.Logger.Info("incident "+string(n.Transition), append([]any{"rule", n.Incident.Rule, "container", n.Incident.Container, "change", n.Change, "id", n.ID()}, attrs...)...)
-	}
-}
-
-// route applies the namespace's channel annotation.
-func (c *Controller) route(obj runtime.Object, findings []rules.Finding) {
-	if !c.RouteByNamespace || len(findings) == 0 {
-		return
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok || m.GetNamespace() == "" {
-		return
-	}
-	if ch := c.Watcher.NamespaceAnnotation(m.GetNamespace(), AnnotationChannel); ch != "" {
-		for i := range findings {
-			findings[i].Channel = ch
-		}
 	}
 }
 

@@ -12,6 +12,11 @@ type Metrics struct {
 	RuleErrors       *prometheus.CounterVec
 	Notifications    *prometheus.CounterVec
 	ReconcileSeconds prometheus.Histogram
+	// Routed counts notifications by the routes that chose their sinks
+	// ("" : the rule's own); RoutingRefused the namespace annotations
+	// naming a channel the configuration does not.
+	Routed         *prometheus.CounterVec
+	RoutingRefused prometheus.Counter
 }
 
 // NewMetrics makes the metrics and registers them with reg (nil: not
@@ -31,9 +36,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "herald_reconcile_duration_seconds", Help: "Time to reconcile one object.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 8),
 		}),
+		Routed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_notifications_routed_total", Help: "Incident notifications produced, by the routes that chose their sinks (empty: the rule's own sinks).",
+		}, []string{"route"}),
+		RoutingRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_routing_annotation_refused_total", Help: "Reconciles where a namespace's herald.io/slack-channel named a channel the configuration does not name (not followed).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.RuleErrors, m.Notifications, m.ReconcileSeconds)
+		reg.MustRegister(m.Events, m.RuleErrors, m.Notifications, m.ReconcileSeconds, m.Routed, m.RoutingRefused)
 	}
 	m.Queue = newQueueMetrics(reg)
 	return m

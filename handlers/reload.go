@@ -28,7 +28,7 @@ func (c *Controller) Reload(set *rules.Set) error {
 			return fmt.Errorf("indexing pods by workload needs a restart: %w", err)
 		}
 	}
-	if set.NeedsNamespaces() {
+	if set.NeedsNamespaces() || c.routes.Load().NeedsNamespaces() {
 		if _, err := c.Watcher.Informer("Namespace"); err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (c *Controller) retryLateKinds(ctx context.Context, interval time.Duration)
 
 // keepsNamespaces says whether the Namespace cache is needed under set.
 func (c *Controller) keepsNamespaces(set *rules.Set) bool {
-	return set.NeedsNamespaces() || c.RouteByNamespace || c.Namespaces
+	return set.NeedsNamespaces() || c.RouteByNamespace || c.Namespaces || c.routes.Load().NeedsNamespaces()
 }
 
 // keepFor is what the cache of kind keeps under set (watcher.Keep).

@@ -109,7 +109,11 @@ func (r *reloader) apply() error {
 			return err
 		}
 	}
+	// The routes first, so the objects Reload queues are routed anew;
+	// back to the old ones if the rules cannot go in.
+	r.ctrl.SetRoutes(routesOf(cfg))
 	if err := r.ctrl.Reload(set); err != nil {
+		r.ctrl.SetRoutes(routesOf(r.current))
 		return err
 	}
 	r.current = cfg

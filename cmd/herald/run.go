@@ -154,6 +154,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		Logger:           logger,
 		Metrics:          handlers.NewMetrics(reg),
 		RouteByNamespace: hasSlack(cfg),
+		Routes:           routesOf(cfg),
 		Namespaces:       true,
 		Startup:          cfg.Incidents.Startup,
 		Delivered:        tracker.Delivered,

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/route"
 	"github.com/herald-k8s/herald/internal/rules"
 )
 
@@ -25,7 +26,8 @@ func compileConfig(path string, load func(string) (*config.Config, error)) (*con
 		return nil, nil, err
 	}
 	set, err := rules.Compile(cfg)
-	if errs := checkBodyTemplates(cfg); len(errs) > 0 {
+	_, routeErrs := route.Compile(cfg)
+	if errs := append(checkBodyTemplates(cfg), routeErrs...); len(errs) > 0 {
 		if ce, ok := err.(config.Errors); ok {
 			errs = append(ce, errs...)
 		} else if err != nil {
@@ -37,6 +39,13 @@ func compileConfig(path string, load func(string) (*config.Config, error)) (*con
 		return nil, nil, err
 	}
 	return cfg, set, nil
+}
+
+// routesOf compiles the routes of a configuration compileConfig
+// accepted (so without errors).
+func routesOf(cfg *config.Config) *route.Table {
+	t, _ := route.Compile(cfg)
+	return t
 }
 
 // cmdValidate checks a configuration without connecting to anything.

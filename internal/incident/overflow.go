@@ -70,6 +70,7 @@ func (t *Tracker) overflow(object string, f rules.Finding, now time.Time) (strin
 			// labelled as the incidents it holds back would be.
 			Object:  rules.ObjectRef{Kind: "Namespace", Namespace: ns, Name: ns},
 			Grouped: true, Sinks: slices.Clone(f.Sinks), Channel: f.Channel, FirstSeen: now,
+			Route: f.Route, Dest: f.Dest, Mentions: f.Mentions,
 			NoContext: true, repeat: f.Repeat, updateEvery: f.UpdateInterval,
 		}
 		inc.addMember(object)

@@ -189,6 +189,7 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 	// The rule may have been reloaded: its current settings and sinks
 	// apply from now on.
 	inc.repeat, inc.restartStep, inc.updateEvery, inc.Sinks, inc.Channel = f.Repeat, f.RestartStep, f.UpdateInterval, f.Sinks, f.Channel
+	inc.Route, inc.Dest, inc.Mentions = f.Route, f.Dest, f.Mentions
 	inc.NoContext, inc.NoLogs, inc.RunbookURL = f.NoContext, f.NoLogs, f.RunbookURL
 	if inc.Grouped {
 		inc.Total = max(f.GroupTotal, inc.MemberCount)
@@ -244,6 +245,7 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 		Object: f.Object, Container: f.Container, Facts: maps.Clone(f.Facts),
 		Title: f.Title, Text: f.Text, Sinks: f.Sinks, FirstSeen: now,
 		repeat: f.Repeat, restartStep: f.RestartStep, updateEvery: f.UpdateInterval, Channel: f.Channel,
+		Route: f.Route, Dest: f.Dest, Mentions: f.Mentions,
 		NoContext: f.NoContext, NoLogs: f.NoLogs, RunbookURL: f.RunbookURL,
 	}
 	if f.GroupByWorkload && f.Group != nil {

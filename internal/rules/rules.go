@@ -50,8 +50,14 @@ type Finding struct {
 	// long even if it does not change: the finding ends by the passing of
 	// time (an OOM kill older than the rule's window).
 	RecheckAfter time.Duration
-	// Channel routes chat sinks; a namespace annotation may override it.
+	// Channel routes chat sinks when no route took the finding: the
+	// rule's, or one its namespace's annotation chose.
 	Channel string
+	// Route, Dest and Mentions are the routes' decision (internal/route),
+	// which replaced Sinks and Channel when a route matched.
+	Route    string
+	Dest     map[string]string
+	Mentions []string
 	// Settling: see Detection.Settling.
 	Settling bool
 	// Lifecycle settings of the rule, for the incident tracker.

@@ -1,0 +1,56 @@
+package handlers
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/herald-k8s/herald/internal/route"
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+// route decides where each finding's notifications go: the routes in
+// force, matched on the object's namespace, labels and team; else the
+// rule's sinks, with its channel or one the namespace's annotation chose
+// among the configured ones. Only objects with findings get here, so
+// the lookups cost nothing on a healthy cluster.
+func (c *Controller) route(obj runtime.Object, findings []rules.Finding) {
+	if len(findings) == 0 {
+		return
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	table := c.routes.Load()
+	var subject route.Subject
+	if ns := m.GetNamespace(); ns != "" {
+		subject.Namespace = ns
+		subject.NamespaceLabels, _ = c.Watcher.NamespaceLabels(ns)
+		if c.RouteByNamespace {
+			subject.AnnotatedChannel = c.Watcher.NamespaceAnnotation(ns, route.AnnotationChannel)
+		}
+	}
+	subject.Labels = m.GetLabels()
+	if !table.Empty() {
+		subject.Team = c.Watcher.Team(m)
+	}
+	for i := range findings {
+		f := &findings[i]
+		s := subject
+		s.Rule, s.Severity, s.Reason, s.RuleSinks, s.RuleChannel = f.Rule, f.Severity, f.Reason, f.Sinks, f.Channel
+		d := table.Decide(s)
+		f.Sinks, f.Channel, f.Dest, f.Mentions, f.Route = d.Sinks, d.Channel, d.Dest, d.Mentions, strings.Join(d.Routes, ",")
+		if d.Refused != "" {
+			c.Metrics.RoutingRefused.Inc()
+			if _, ok := c.refusals.Allow(s.Namespace); ok {
+				c.Logger.Warn("annotation not followed; the rule's sinks apply", "namespace", s.Namespace, "why", d.Refused)
+			}
+		}
+	}
+}
+
+// SetRoutes puts new routes in force (a configuration reload); incidents
+// follow them from their next reconcile.
+func (c *Controller) SetRoutes(t *route.Table) { c.routes.Store(t) }

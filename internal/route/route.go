@@ -1,0 +1,238 @@
+// Package route decides which sinks, and where in each, an incident's
+// notifications go: the configuration's routes: in order, first match
+// wins unless it continues, else the rule's own sinks. Everything an
+// object contributes (its namespace, labels, team annotation) only selects
+// among the routes and destinations the configuration names; no value
+// taken from an object ever becomes a destination.
+package route
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/herald-k8s/herald/config"
+)
+
+// Subject is what routes match on: an incident's object and the rule that
+// found its problem.
+type Subject struct {
+	Namespace string
+	// NamespaceLabels are the namespace's labels (nil: unknown).
+	NamespaceLabels map[string]string
+	// Labels are the object's own.
+	Labels map[string]string
+	// Team is the herald.io/team of the object, its workload or its
+	// namespace ("" when none says).
+	Team                   string
+	Rule, Severity, Reason string
+	// RuleSinks and RuleChannel are where the rule sends when no route
+	// takes the incident.
+	RuleSinks   []string
+	RuleChannel string
+	// AnnotatedChannel is the namespace's herald.io/slack-channel: used
+	// when no route matched and the rule names no channel, and only if
+	// the configuration names that channel somewhere.
+	AnnotatedChannel string
+}
+
+// Decision is where an incident's notifications go.
+type Decision struct {
+	// Routes that matched, in order ("" when none did: the rule's sinks).
+	Routes []string
+	Sinks  []string
+	// Dest is, by sink, the Slack channel or named destination a route
+	// chose; Channel the rule's (or an allowed annotation's) Slack channel
+	// when no route matched.
+	Dest     map[string]string
+	Channel  string
+	Mentions []string
+	// Refused says why an annotation's channel was not used ("" if it
+	// was, or there was none).
+	Refused string
+}
+
+// Table is the compiled routes: of one configuration.
+type Table struct {
+	routes []compiled
+	// channels are the Slack channels the configuration names: the only
+	// ones a namespace annotation may choose.
+	channels map[string]bool
+}
+
+type compiled struct {
+	config.Route
+	nsSelector, selector labels.Selector
+}
+
+// Compile checks and compiles cfg's routes; errors carry the file's
+// positions.
+func Compile(cfg *config.Config) (*Table, config.Errors) {
+	t := &Table{channels: configuredChannels(cfg)}
+	var errs config.Errors
+	for i, r := range cfg.Routes {
+		p := fmt.Sprintf("routes[%d].match", i)
+		c := compiled{Route: r}
+		var err error
+		if c.nsSelector, err = parseSelector(r.Match.NamespaceLabels); err != nil {
+			errs = append(errs, cfg.ErrorAt(p+".namespaceLabels", "bad label selector: %v", err))
+		}
+		if c.selector, err = parseSelector(r.Match.Labels); err != nil {
+			errs = append(errs, cfg.ErrorAt(p+".labels", "bad label selector: %v", err))
+		}
+		t.routes = append(t.routes, c)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return t, nil
+}
+
+func parseSelector(s string) (labels.Selector, error) {
+	if s == "" {
+		return nil, nil
+	}
+	return labels.Parse(s)
+}
+
+// NeedsNamespaces reports whether a route matches on namespace labels or
+// could match a namespace's team, so the Namespace cache is needed.
+func (t *Table) NeedsNamespaces() bool {
+	return t != nil && slices.ContainsFunc(t.routes, func(c compiled) bool { return c.nsSelector != nil || len(c.Match.Teams) > 0 })
+}
+
+// Empty reports whether there are no routes: every incident goes to its
+// rule's sinks.
+func (t *Table) Empty() bool { return t == nil || len(t.routes) == 0 }
+
+// Decide returns where s's notifications go.
+func (t *Table) Decide(s Subject) Decision {
+	var d Decision
+	if t != nil {
+		for _, r := range t.routes {
+			if r.why(s) != "" {
+				continue
+			}
+			d.take(r.Route)
+			if !r.Continue {
+				break
+			}
+		}
+	}
+	if len(d.Routes) == 0 {
+		d.Sinks, d.Channel = slices.Clone(s.RuleSinks), s.RuleChannel
+		switch a := s.AnnotatedChannel; {
+		case a == "" || d.Channel != "":
+		case t != nil && t.channels[a]:
+			d.Channel = a
+		default:
+			d.Refused = fmt.Sprintf("the namespace's %s %q is not a channel the configuration names (a sink's, a rule's or a route's channel)", AnnotationChannel, a)
+		}
+	}
+	return d
+}
+
+// AnnotationChannel on a namespace chooses, among the Slack channels the
+// configuration names, where its incidents go when no route takes them.
+const AnnotationChannel = "herald.io/slack-channel"
+
+func configuredChannels(cfg *config.Config) map[string]bool {
+	ch := map[string]bool{}
+	for _, s := range cfg.Sinks {
+		if s.Slack != nil && s.Slack.Channel != "" {
+			ch[s.Slack.Channel] = true
+		}
+	}
+	for _, r := range cfg.Rules {
+		if r.Channel != "" {
+			ch[r.Channel] = true
+		}
+	}
+	for _, r := range cfg.Routes {
+		for _, to := range r.To {
+			if to.Channel != "" {
+				ch[to.Channel] = true
+			}
+		}
+	}
+	return ch
+}
+
+// take adds a matching route's targets; an earlier route's choice for a
+// sink stands.
+func (d *Decision) take(r config.Route) {
+	d.Routes = append(d.Routes, r.Name)
+	for _, to := range r.To {
+		if !slices.Contains(d.Sinks, to.Sink) {
+			d.Sinks = append(d.Sinks, to.Sink)
+			if dest := cmpOr(to.Channel, to.Destination); dest != "" {
+				if d.Dest == nil {
+					d.Dest = map[string]string{}
+				}
+				d.Dest[to.Sink] = dest
+			}
+		}
+		for _, m := range to.Mention {
+			if !slices.Contains(d.Mentions, m) {
+				d.Mentions = append(d.Mentions, m)
+			}
+		}
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Explain says, route by route, whether s matches and why not: what
+// herald test --route prints.
+func (t *Table) Explain(s Subject) []string {
+	var out []string
+	taken := false
+	for _, r := range t.routes {
+		switch why := r.why(s); {
+		case taken:
+			out = append(out, fmt.Sprintf("route %s: not reached (an earlier route matched without continue)", r.Name))
+		case why != "":
+			out = append(out, fmt.Sprintf("route %s: no match: %s", r.Name, why))
+		default:
+			out = append(out, fmt.Sprintf("route %s: matches%s", r.Name, map[bool]string{true: " (continue)", false: ""}[r.Continue]))
+			taken = !r.Continue
+		}
+	}
+	return out
+}
+
+// why returns "" when s matches the route, else the first reason it does
+// not.
+func (c compiled) why(s Subject) string {
+	m := c.Match
+	switch {
+	case len(m.Namespaces) > 0 && !slices.ContainsFunc(m.Namespaces, func(p string) bool { ok, _ := path.Match(p, s.Namespace); return ok }):
+		return fmt.Sprintf("namespace %q is not one of %s", s.Namespace, strings.Join(m.Namespaces, ", "))
+	case c.nsSelector != nil && s.NamespaceLabels == nil:
+		return fmt.Sprintf("namespace %q's labels are not known", s.Namespace)
+	case c.nsSelector != nil && !c.nsSelector.Matches(labels.Set(s.NamespaceLabels)):
+		return fmt.Sprintf("namespace labels do not match %q", m.NamespaceLabels)
+	case c.selector != nil && !c.selector.Matches(labels.Set(s.Labels)):
+		return fmt.Sprintf("object labels do not match %q", m.Labels)
+	case len(m.Teams) > 0 && !slices.Contains(m.Teams, s.Team):
+		if s.Team == "" {
+			return fmt.Sprintf("no %s annotation on the object, its workload or its namespace", config.AnnotationTeam)
+		}
+		return fmt.Sprintf("team %q is not one of %s", s.Team, strings.Join(m.Teams, ", "))
+	case len(m.Rules) > 0 && !slices.Contains(m.Rules, s.Rule):
+		return fmt.Sprintf("rule %s is not one of %s", s.Rule, strings.Join(m.Rules, ", "))
+	case len(m.Severities) > 0 && !slices.Contains(m.Severities, s.Severity):
+		return fmt.Sprintf("severity %s is not one of %s", s.Severity, strings.Join(m.Severities, ", "))
+	case len(m.Reasons) > 0 && !slices.Contains(m.Reasons, s.Reason):
+		return fmt.Sprintf("reason %s is not one of %s", s.Reason, strings.Join(m.Reasons, ", "))
+	}
+	return ""
+}
