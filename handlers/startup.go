@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/sinks"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -78,17 +79,29 @@ func (c *Controller) startupReconcile(ctx context.Context) error {
 	return nil
 }
 
-// dispatchDigests sends each sink one message listing the incidents found.
+// dispatchDigests sends each sink one message listing the incidents found
+// for each of its destinations (a route's channel, a rule's): each team
+// hears of its own.
 func (c *Controller) dispatchDigests(ctx context.Context, notes []incident.Notification) error {
-	bySink := map[string][]incident.Notification{}
+	type where struct{ sink, dest string }
+	var order []where
+	byDest := map[where][]incident.Notification{}
 	for _, n := range notes {
 		for _, s := range n.Incident.Sinks {
-			bySink[s] = append(bySink[s], n)
+			w := where{s, sinks.Destination(n, s)}
+			if byDest[w] == nil {
+				order = append(order, w)
+			}
+			byDest[w] = append(byDest[w], n)
 		}
 	}
-	for sink, list := range bySink {
+	for _, w := range order {
+		list := byDest[w]
 		d := incident.Notification{Transition: incident.Digest, Time: c.Now(), Digest: list,
-			Incident: incident.Incident{Sinks: []string{sink}}}
+			Incident: incident.Incident{Sinks: []string{w.sink}}}
+		if w.dest != "" {
+			d.Incident.Dest = map[string]string{w.sink: w.dest}
+		}
 		if err := c.Dispatcher.Dispatch(ctx, d); err != nil {
 			return err
 		}

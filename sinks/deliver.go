@@ -56,7 +56,9 @@ func (d *Dispatcher) work(ctx context.Context, l *lane) {
 			}
 			batch[0].n = cur
 		}
-		d.deliver(ctx, l, batch)
+		for _, part := range byDestination(batch, l.Sink.Name()) {
+			d.deliver(ctx, l, part)
+		}
 	}
 }
 
@@ -152,4 +154,40 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 		}
 		backoff = min(backoff*2, l.MaxBackoff)
 	}
+}
+
+// byDestination splits a batch by where in the sink its notifications go
+// (a route's channel or destination, a rule's channel), in order of first
+// appearance: a digest during a storm is one message per team, not one
+// message in the default channel for everyone.
+func byDestination(batch []queued, sink string) [][]queued {
+	if len(batch) == 1 {
+		return [][]queued{batch}
+	}
+	var parts [][]queued
+	index := map[string]int{}
+	for _, q := range batch {
+		key := Destination(q.n, sink)
+		i, ok := index[key]
+		if !ok {
+			i = len(parts)
+			index[key] = i
+			parts = append(parts, nil)
+		}
+		parts[i] = append(parts[i], q)
+	}
+	return parts
+}
+
+// Destination is where in the sink named sink n goes: the channel or
+// destination name its route chose, else its rule's channel; "" for the
+// sink's default.
+func Destination(n incident.Notification, sink string) string {
+	if n.Transition == incident.Digest && len(n.Digest) > 0 {
+		return Destination(n.Digest[0], sink)
+	}
+	if d, ok := n.Incident.Dest[sink]; ok {
+		return d
+	}
+	return n.Incident.Channel
 }

@@ -175,7 +175,13 @@ type Notification struct {
 // notification sent twice has the same ID, two different ones never do.
 func (n Notification) ID() string {
 	if n.Transition == Digest {
-		return "digest-" + strconv.FormatInt(n.Time.UnixMilli(), 36) + "-" + strings.Join(n.Incident.Sinks, ",")
+		id := "digest-" + strconv.FormatInt(n.Time.UnixMilli(), 36) + "-" + strings.Join(n.Incident.Sinks, ",")
+		for _, s := range n.Incident.Sinks { // one digest per destination
+			if d := n.Incident.Dest[s]; d != "" {
+				id += "-" + d
+			}
+		}
+		return id
 	}
 	return n.Incident.ID + "-" + strconv.Itoa(n.Seq)
 }

@@ -38,6 +38,10 @@ type Options struct {
 	ClusterName string
 	Refs        RefStore
 	Timeout     time.Duration
+	// Fallback is told when a message meant for channel went to the
+	// default channel because Slack refused it there (reason is Slack's
+	// error code: channel_not_found, not_in_channel, is_archived).
+	Fallback func(channel, reason string)
 }
 
 // Sink is a Slack sink.
@@ -68,9 +72,11 @@ func New(opts Options) *Sink {
 // Name implements sinks.Sink.
 func (s *Sink) Name() string { return s.opts.Name }
 
+// channel is where n goes: its route's or rule's channel, else the
+// sink's default.
 func (s *Sink) channel(n incident.Notification) string {
-	if n.Incident.Channel != "" {
-		return n.Incident.Channel
+	if ch := sinks.Destination(n, s.opts.Name); ch != "" {
+		return ch
 	}
 	return s.opts.Channel
 }
@@ -90,7 +96,7 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	}
 	channel, ts, found := strings.Cut(ref, ":")
 	if n.Transition == incident.Firing || !found {
-		ch, newTS, err := s.api.PostMessageContext(ctx, s.channel(n), msg.options()...)
+		ch, newTS, err := s.postOrFallBack(ctx, s.channel(n), msg)
 		if err != nil {
 			return classify("chat.postMessage", err)
 		}
@@ -117,9 +123,9 @@ func (s *Sink) SendBatch(ctx context.Context, ns []incident.Notification) error 
 	if s.api == nil {
 		return s.postWebhook(ctx, msg)
 	}
-	// A digest goes to the default channel: its notifications may have
-	// different routes, and one message must not be split.
-	if _, _, err := s.api.PostMessageContext(ctx, s.opts.Channel, msg.options()...); err != nil {
+	// The dispatcher splits a digest by destination: its notifications
+	// share the first one's channel.
+	if _, _, err := s.postOrFallBack(ctx, s.channel(ns[0]), msg); err != nil {
 		return classify("chat.postMessage (digest)", err)
 	}
 	return nil
