@@ -167,6 +167,8 @@ type Rule struct {
 	// Schedule holds the rule's notifications back during maintenance
 	// windows (config/schedule.go).
 	Schedule *Schedule `yaml:"schedule"`
+	// Exclude drops findings that are known noise (config/exclude.go).
+	Exclude *Exclude `yaml:"exclude"`
 }
 
 // Message holds Go text/template sources; see docs/rules.md for the data

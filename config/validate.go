@@ -152,6 +152,7 @@ func (c *Config) validate() Errors {
 		if r.Schedule != nil {
 			c.Rules[i].Schedule.compile(p+".schedule", add)
 		}
+		errs = append(errs, c.validateExclude(p+".exclude", r.Exclude)...)
 		if r.Name != "" {
 			ruleNames[r.Name] = true
 		}

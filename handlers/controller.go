@@ -267,8 +267,12 @@ func (c *Controller) assess(key watcher.Key) (assessment, error) {
 	if err != nil || !exists {
 		return assessment{start: start}, err
 	}
-	findings, ruleErrs := c.rules.Load().Evaluate(key.Kind, obj, c.Now(), c.nsLabels)
-	for _, re := range ruleErrs {
+	ev := c.rules.Load().EvaluateWithExclusions(key.Kind, obj, c.Now(), c.nsLabels)
+	findings := ev.Findings
+	for _, ex := range ev.Excluded {
+		c.Metrics.FindingsExcluded.WithLabelValues(ex.Finding.Rule, ex.By).Inc()
+	}
+	for _, re := range ev.Errors {
 		// One bad rule must not stop the others, nor flood the log:
 		// count every failure, log one per rule per minute.
 		c.Metrics.RuleErrors.WithLabelValues(re.Rule).Inc()

@@ -10,6 +10,7 @@ type Metrics struct {
 	Queue            workqueue.MetricsProvider
 	Events           *prometheus.CounterVec
 	RuleErrors       *prometheus.CounterVec
+	FindingsExcluded *prometheus.CounterVec
 	Notifications    *prometheus.CounterVec
 	ReconcileSeconds prometheus.Histogram
 	// Routed counts notifications by the routes that chose their sinks
@@ -29,6 +30,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		RuleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_rule_evaluation_errors_total", Help: "Rule evaluations that failed (CEL runtime errors, template errors), by rule.",
 		}, []string{"rule"}),
+		FindingsExcluded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_findings_excluded_total", Help: "Findings a rule's exclude block dropped, per evaluation, by rule and by what matched (names, containers, namespaces, labels, logPattern, when).",
+		}, []string{"rule", "by"}),
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_notifications_total", Help: "Incident notifications produced, by rule and transition.",
 		}, []string{"rule", "transition"}),
@@ -44,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.RuleErrors, m.Notifications, m.ReconcileSeconds, m.Routed, m.RoutingRefused)
+		reg.MustRegister(m.Events, m.RuleErrors, m.FindingsExcluded, m.Notifications, m.ReconcileSeconds, m.Routed, m.RoutingRefused)
 	}
 	m.Queue = newQueueMetrics(reg)
 	return m

@@ -82,22 +82,28 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 			return 1
 		}
 	}
-	firing := 0
+	firing, excluded := 0, 0
 	for _, obj := range objs {
-		firing += report(c.stdout, set, obj, now, gather)
+		f, x := report(c.stdout, set, obj, now, gather)
+		firing, excluded = firing+f, excluded+x
 	}
-	fmt.Fprintf(c.stdout, "%d objects tested, %d findings\n", len(objs), firing)
+	fmt.Fprintf(c.stdout, "%d objects tested, %d findings", len(objs), firing)
+	if excluded > 0 {
+		fmt.Fprintf(c.stdout, ", %d excluded", excluded)
+	}
+	fmt.Fprintln(c.stdout)
 	return 0
 }
 
-// report prints what the rules find on one object and returns the count;
-// with gather, the crash context of what fires too.
-func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context) int {
+// report prints what the rules find on one object, and what their exclude
+// blocks drop (and which exclusion did), and returns both counts; with
+// gather, the crash context of what fires too.
+func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context) (findings, excluded int) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	kind, err := rules.KindID(gvk.Kind, gvk.GroupVersion().String())
 	if err != nil {
 		fmt.Fprintf(out, "%s: %v\n", gvk.Kind, err)
-		return 0
+		return 0, 0
 	}
 	m := obj.(interface {
 		GetNamespace() string
@@ -107,11 +113,11 @@ func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, ga
 	if ns := m.GetNamespace(); ns != "" {
 		name = ns + "/" + name
 	}
-	findings, errs := set.Evaluate(kind, obj, now, nil)
-	for _, e := range errs {
+	ev := set.EvaluateWithExclusions(kind, obj, now, nil)
+	for _, e := range ev.Errors {
 		fmt.Fprintf(out, "%s %s: ERROR %v\n", gvk.Kind, name, e)
 	}
-	for _, f := range findings {
+	for _, f := range ev.Findings {
 		state := "FIRES"
 		switch {
 		case f.Sustaining:
@@ -124,10 +130,17 @@ func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, ga
 			printContext(out, gather(f))
 		}
 	}
-	if len(findings) == 0 && len(errs) == 0 {
+	for _, x := range ev.Excluded {
+		about := ""
+		if x.Finding.Container != "" {
+			about = " container " + x.Finding.Container
+		}
+		fmt.Fprintf(out, "%s %s: rule %s EXCLUDED (%s%s): %s\n", gvk.Kind, name, x.Finding.Rule, x.Finding.Reason, about, x)
+	}
+	if len(ev.Findings) == 0 && len(ev.Errors) == 0 && len(ev.Excluded) == 0 {
 		fmt.Fprintf(out, "%s %s: no rule fires\n", gvk.Kind, name)
 	}
-	return len(findings)
+	return len(ev.Findings), len(ev.Excluded)
 }
 
 // readObjects decodes every YAML document of path: built-in kinds into

@@ -67,8 +67,8 @@ func annotationsRead(src string) (keys []string, all bool) {
 
 // AnnotationsRead says which annotations of kind's objects some rule
 // reads: the keys it names, or all (when a rule reads them in a way
-// annotationsRead does not follow). Rules without a CEL condition or a
-// template over the object read none.
+// annotationsRead does not follow). Rules without a CEL condition, an
+// exclude.when or a template over the object read none.
 func (s *Set) AnnotationsRead(kind string) (keys []string, all bool) {
 	for _, r := range s.byKind[kind] {
 		var srcs []string
@@ -77,6 +77,9 @@ func (s *Set) AnnotationsRead(kind string) (keys []string, all bool) {
 		}
 		if r.message != nil && r.message.needsObject {
 			srcs = append(srcs, r.message.source)
+		}
+		if src := r.exclusion.whenSource(); src != "" {
+			srcs = append(srcs, src)
 		}
 		for _, src := range srcs {
 			k, a := annotationsRead(src)

@@ -105,6 +105,7 @@ type Rule struct {
 	params                       Params
 	condition                    *condition
 	message                      *message
+	exclusion                    *exclusion // exclude.go
 }
 
 // Set is every compiled rule, indexed by kind.
@@ -212,6 +213,9 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 			errs = append(errs, cfg.ErrorAt(p+".namespaces.labels", "bad label selector: %v", err))
 		}
 	}
+	var exclErrs config.Errors
+	r.exclusion, exclErrs = compileExclude(cfg, p+".exclude", rc.Exclude, celEnv)
+	errs = append(errs, exclErrs...)
 	msg, msgErrs := compileMessage(rc.Message, rc.RunbookURL)
 	for _, e := range msgErrs {
 		field := p + ".message." + e.field
@@ -257,7 +261,7 @@ func (s *Set) GroupsByWorkload() bool { return s.groups }
 // may read any field, so such a kind must be cached whole.
 func (s *Set) NeedsWholeObject(kind string) bool {
 	for _, r := range s.byKind[kind] {
-		if r.condition != nil || (r.message != nil && r.message.needsObject) {
+		if r.condition != nil || (r.message != nil && r.message.needsObject) || r.exclusion.whenSource() != "" {
 			return true
 		}
 	}
@@ -309,29 +313,8 @@ func matchAny(patterns []string, s string) bool {
 // obj belongs to the informer cache and is only read. A rule that fails is
 // reported in the errors; the other rules' findings are returned.
 func (s *Set) Evaluate(kind string, obj runtime.Object, now time.Time, nsLabels NamespaceLabels) ([]Finding, []RuleError) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, []RuleError{{Rule: "*", Err: fmt.Errorf("%T has no object metadata", obj)}}
-	}
-	in := &input{obj: obj, meta: m, now: now,
-		ref: ObjectRef{Kind: kindName(kind), Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}}
-	var findings []Finding
-	var errs []RuleError
-	var regarding regardingCheck
-	for _, r := range s.byKind[kind] {
-		if !r.inScope(m, nsLabels) {
-			continue
-		}
-		if r.params.aboutRegarding && regarding.distrusted(s, obj) {
-			continue
-		}
-		found, err := r.evaluate(in, s.redactor)
-		if err != nil {
-			errs = append(errs, RuleError{Rule: r.name, Err: redactError(err, s.redactor)})
-		}
-		findings = append(findings, found...)
-	}
-	return findings, errs
+	ev := s.EvaluateWithExclusions(kind, obj, now, nsLabels)
+	return ev.Findings, ev.Errors
 }
 
 // input is one object being evaluated; its map form is made at most once
