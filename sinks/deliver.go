@@ -191,3 +191,18 @@ func Destination(n incident.Notification, sink string) string {
 	}
 	return n.Incident.Channel
 }
+
+// Pick returns the address among dests (a sink's destinations, by name)
+// that n's route chose, and its name; def and "" when it chose none, or
+// one the sink no longer has (a reload removed it: the default still
+// gets the notification).
+func Pick(n incident.Notification, sink string, dests map[string]string, def string) (addr, name string) {
+	if n.Transition == incident.Digest && len(n.Digest) > 0 {
+		n = n.Digest[0]
+	}
+	name = n.Incident.Dest[sink]
+	if a, ok := dests[name]; ok && name != "" {
+		return a, name
+	}
+	return def, ""
+}

@@ -32,6 +32,13 @@ type BatchSender interface {
 	SendBatch(ctx context.Context, ns []incident.Notification) error
 }
 
+// Misrouter is implemented by sinks that send a notification to their
+// default destination when the routed one refuses it; the dispatcher
+// has them report each time, to count and log it.
+type Misrouter interface {
+	OnMisrouted(report func(dest, reason string))
+}
+
 // LaneOptions configure one sink's queue.
 type LaneOptions struct {
 	Sink Sink
@@ -123,6 +130,12 @@ func (d *Dispatcher) newLane(o LaneOptions) *lane {
 		l.every, l.open = every, map[string]incident.Notification{}
 	}
 	name := o.Sink.Name()
+	if m, ok := o.Sink.(Misrouter); ok {
+		m.OnMisrouted(func(dest, reason string) {
+			d.metrics.Misrouted.WithLabelValues(name, reason).Inc()
+			d.logger.Warn("destination refused the notification; sent to the sink's default instead (fix the route, or invite the bot)", "sink", name, "destination", dest, "reason", reason)
+		})
+	}
 	current := func(value func(*lane) float64) func() float64 {
 		return func() float64 {
 			d.mu.RLock()

@@ -16,6 +16,9 @@ type Metrics struct {
 	Digests     *prometheus.CounterVec
 	Refreshes   *prometheus.CounterVec
 	SendSeconds *prometheus.HistogramVec
+	// Misrouted counts notifications a destination refused that went to
+	// the sink's default instead (a Slack channel gone or not joined).
+	Misrouted *prometheus.CounterVec
 
 	reg  prometheus.Registerer
 	mu   sync.Mutex
@@ -51,10 +54,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "herald_sink_send_duration_seconds", Help: "Time of one send attempt.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 		}, []string{"sink"}),
+		Misrouted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_misrouted_total", Help: "Notifications sent to the sink's default destination because the routed one refused them, by Slack's reason (channel_not_found, not_in_channel, is_archived).",
+		}, []string{"sink", "reason"}),
 		reg: reg, seen: map[string]bool{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Sent, m.Failed, m.Retries, m.Dropped, m.GaveUp, m.Digests, m.Refreshes, m.SendSeconds)
+		reg.MustRegister(m.Sent, m.Failed, m.Retries, m.Dropped, m.GaveUp, m.Digests, m.Refreshes, m.SendSeconds, m.Misrouted)
 	}
 	return m
 }

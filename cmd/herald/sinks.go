@@ -56,7 +56,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 				headers[name] = ref.Secret().Reveal()
 			}
 			s, err := webhook.New(webhook.Options{
-				Name: sc.Name, URL: urlOrSecret(w.URL, w.URLFrom), Timeout: w.Timeout, Headers: headers, UserAgent: userAgent, Replica: replica,
+				Name: sc.Name, URL: urlOrSecret(w.URL, w.URLFrom), Destinations: destinations(w.Destinations), Timeout: w.Timeout, Headers: headers, UserAgent: userAgent, Replica: replica,
 				Secrets: secrets, CloudEvents: w.CloudEvents, TLS: tlsOpts(sc.Name, w.TLS), Body: w.Body, ContentType: w.ContentType,
 			})
 			if err != nil {
@@ -98,7 +98,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 		case sc.PagerDuty != nil:
 			p := sc.PagerDuty
 			s, err := pagerduty.New(pagerduty.Options{
-				Name: sc.Name, URL: p.URL, RoutingKey: p.RoutingKey.Secret().Reveal(), ClusterName: p.ClusterName,
+				Name: sc.Name, URL: p.URL, RoutingKey: p.RoutingKey.Secret().Reveal(), Destinations: destinations(p.Destinations), ClusterName: p.ClusterName,
 				Timeout: p.Timeout, UserAgent: userAgent, TLS: tlsOpts(sc.Name, p.TLS),
 			})
 			if err != nil {
@@ -108,7 +108,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 		case sc.Teams != nil:
 			t := sc.Teams
 			s, err := teams.New(teams.Options{
-				Name: sc.Name, URL: urlOrSecret(t.URL, t.URLFrom), ClusterName: t.ClusterName,
+				Name: sc.Name, URL: urlOrSecret(t.URL, t.URLFrom), Destinations: destinations(t.Destinations), ClusterName: t.ClusterName,
 				Timeout: t.Timeout, UserAgent: userAgent, TLS: tlsOpts(sc.Name, t.TLS),
 			})
 			if err != nil {
@@ -129,6 +129,23 @@ func urlOrSecret(url string, from *config.SecretRef) string {
 		return from.Secret().Reveal()
 	}
 	return url
+}
+
+// destinations are a sink's named destinations: routing keys or URLs, in
+// the clear or read from secrets.
+func destinations(d map[string]*config.Destination) map[string]string {
+	if len(d) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(d))
+	for name, dest := range d {
+		if dest.RoutingKey != nil {
+			out[name] = dest.RoutingKey.Secret().Reveal()
+		} else {
+			out[name] = urlOrSecret(dest.URL, dest.URLFrom)
+		}
+	}
+	return out
 }
 
 // alertLabels are the rules' alertLabels, by rule name.

@@ -32,6 +32,9 @@ type Options struct {
 	Name       string
 	URL        string // the Events API v2 enqueue address
 	RoutingKey string
+	// Destinations are other services' routing keys, by the name routes
+	// choose them by.
+	Destinations map[string]string
 	// ClusterName prefixes the alert's source and is its group.
 	ClusterName string
 	Timeout     time.Duration
@@ -121,7 +124,8 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 // Event is the Events API event for n.
 func (s *Sink) Event(n incident.Notification) Event {
 	inc := n.Incident
-	e := Event{RoutingKey: s.opts.RoutingKey, DedupKey: sinks.Head(inc.ID, MaxDedupKey), Client: "herald"}
+	key, _ := sinks.Pick(n, s.opts.Name, s.opts.Destinations, s.opts.RoutingKey)
+	e := Event{RoutingKey: key, DedupKey: sinks.Head(inc.ID, MaxDedupKey), Client: "herald"}
 	switch n.Transition {
 	case incident.Resolved:
 		e.EventAction = "resolve"

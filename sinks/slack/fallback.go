@@ -12,7 +12,7 @@ import (
 // bot was never invited to. The notification must not be lost for it: it
 // goes to the sink's default channel with a line saying where it was
 // meant to go and why it is not there, and the operator is told (log and
-// metric, through Options.Fallback).
+// metric, through sinks.Misrouter).
 
 // misrouted are Slack's answers that mean "not this channel", not "not
 // this token": the default channel can still take the message.
@@ -46,8 +46,8 @@ func (s *Sink) postOrFallBack(ctx context.Context, channel string, msg Message, 
 	if reason == "" {
 		return ch, ts, err
 	}
-	if s.opts.Fallback != nil {
-		s.opts.Fallback(channel, reason)
+	if s.misrouted != nil {
+		s.misrouted(channel, reason)
 	}
 	line := fmt.Sprintf(":warning: Meant for %s, which Slack refused (%s: %s). Fix the route or the channel.", escape(channel), reason, misrouted[reason])
 	msg.Blocks = append(msg.Blocks, slack.NewContextBlock("", mrkdwn(line)))

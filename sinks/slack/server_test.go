@@ -37,6 +37,9 @@ type fakeSlack struct {
 	nextTS      int
 	rateLimited int
 	retryAfter  string
+	// refuse answers chat.postMessage to these channels with Slack's
+	// error code (channel_not_found, not_in_channel, ...).
+	refuse map[string]string
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
@@ -65,6 +68,10 @@ func (f *fakeSlack) handle(method string) http.HandlerFunc {
 			f.rateLimited--
 			w.Header().Set("Retry-After", f.retryAfter)
 			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		if code, ok := f.refuse[r.Form.Get("channel")]; ok && method == "chat.postMessage" {
+			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": code})
 			return
 		}
 		c := call{Method: method, At: time.Now(), Channel: r.Form.Get("channel"), TS: r.Form.Get("ts"),

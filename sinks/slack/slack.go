@@ -38,10 +38,6 @@ type Options struct {
 	ClusterName string
 	Refs        RefStore
 	Timeout     time.Duration
-	// Fallback is told when a message meant for channel went to the
-	// default channel because Slack refused it there (reason is Slack's
-	// error code: channel_not_found, not_in_channel, is_archived).
-	Fallback func(channel, reason string)
 }
 
 // Sink is a Slack sink.
@@ -50,7 +46,13 @@ type Sink struct {
 	api    *slack.Client
 	client *http.Client
 	now    func() time.Time
+	// misrouted is told when a message meant for a channel went to the
+	// default one because Slack refused it there (sinks.Misrouter).
+	misrouted func(channel, reason string)
 }
+
+// OnMisrouted implements sinks.Misrouter; call before the first Send.
+func (s *Sink) OnMisrouted(report func(channel, reason string)) { s.misrouted = report }
 
 // New makes a Slack sink with its own HTTP client.
 func New(opts Options) *Sink {

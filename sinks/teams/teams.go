@@ -24,12 +24,15 @@ const budget = 24 << 10
 
 // Options configure a Teams sink.
 type Options struct {
-	Name        string
-	URL         string
-	ClusterName string
-	Timeout     time.Duration
-	UserAgent   string
-	TLS         sinks.TLSOptions
+	Name string
+	URL  string
+	// Destinations are other Workflows URLs, by the name routes choose
+	// them by.
+	Destinations map[string]string
+	ClusterName  string
+	Timeout      time.Duration
+	UserAgent    string
+	TLS          sinks.TLSOptions
 }
 
 // Sink is a Teams sink.
@@ -65,7 +68,12 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	header := http.Header{}
 	header.Set("Content-Type", "application/json")
 	header.Set("User-Agent", s.opts.UserAgent)
-	_, err = sinks.Post(ctx, s.client, s.opts.URL, header, body, s.what)
+	url, dest := sinks.Pick(n, s.opts.Name, s.opts.Destinations, s.opts.URL)
+	what := s.what
+	if dest != "" {
+		what = fmt.Sprintf("teams %s (destination %s)", s.opts.Name, dest) // the URL is a secret
+	}
+	_, err = sinks.Post(ctx, s.client, url, header, body, what)
 	return err
 }
 

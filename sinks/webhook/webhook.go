@@ -16,10 +16,12 @@ import (
 
 // Options configure a webhook sink.
 type Options struct {
-	Name    string
-	URL     string
-	Timeout time.Duration
-	Headers map[string]string
+	Name string
+	URL  string
+	// Destinations are other URLs, by the name routes choose them by.
+	Destinations map[string]string
+	Timeout      time.Duration
+	Headers      map[string]string
 	// UserAgent identifies herald and its version.
 	UserAgent string
 	// Replica names the herald replica that sends (its leader-election
@@ -114,6 +116,11 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if len(s.keys) > 0 {
 		header.Set("webhook-signature", Sign(s.keys, payload.ID, ts, body))
 	}
-	_, err = sinks.Post(ctx, s.client, s.opts.URL, header, body, fmt.Sprintf("webhook %s (%s)", s.opts.Name, s.redacted))
+	url, dest := sinks.Pick(n, s.opts.Name, s.opts.Destinations, s.opts.URL)
+	what := fmt.Sprintf("webhook %s (%s)", s.opts.Name, s.redacted)
+	if dest != "" {
+		what = fmt.Sprintf("webhook %s (destination %s)", s.opts.Name, dest)
+	}
+	_, err = sinks.Post(ctx, s.client, url, header, body, what)
 	return err
 }
