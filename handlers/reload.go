@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -16,9 +17,10 @@ import (
 
 // Reload puts a new rule set in force without a restart: kinds new to it
 // get informers (started at once), kinds no rule needs any more are
-// stopped, incidents of removed rules are dropped silently, and every
+// stopped, incidents of removed rules resolve ("rule removed"), and every
 // object of the watched kinds is queued so the new rules see what exists.
-func (c *Controller) Reload(set *rules.Set) error {
+// ctx bounds handing the resolutions to the sinks.
+func (c *Controller) Reload(ctx context.Context, set *rules.Set) error {
 	old := c.rules.Load()
 	// A new rule that reads fields the compact pod cache dropped makes
 	// the pod informer list again, whole (below).
@@ -72,7 +74,18 @@ func (c *Controller) Reload(set *rules.Set) error {
 			removed[name] = true
 		}
 	}
-	dropped := c.Incidents.DropRules(removed)
+	resolved := 0
+	if len(removed) > 0 {
+		err := c.outbox.hand(ctx, func() []incident.Notification {
+			notes := c.Incidents.ResolveRules(removed, c.Now())
+			resolved = len(notes)
+			c.announce(notes, "reason", incident.RuleRemoved)
+			return notes
+		})
+		if err != nil {
+			return fmt.Errorf("resolving the incidents of removed rules: %w", err)
+		}
+	}
 	queued := 0
 	for _, kind := range set.Kinds() {
 		keys, err := c.Watcher.Keys(kind)
@@ -84,7 +97,7 @@ func (c *Controller) Reload(set *rules.Set) error {
 			queued++
 		}
 	}
-	c.Logger.Info("rules reloaded", "rules", len(set.RuleNames()), "kindsAdded", added, "rulesRemoved", len(removed), "incidentsDropped", dropped, "objectsQueued", queued)
+	c.Logger.Info("rules reloaded", "rules", len(set.RuleNames()), "kindsAdded", added, "rulesRemoved", len(removed), "incidentsResolved", resolved, "objectsQueued", queued)
 	return nil
 }
 

@@ -65,7 +65,7 @@ func (r *reloader) run(ctx context.Context) {
 			continue
 		}
 		last = h
-		if err := r.apply(); err != nil {
+		if err := r.apply(ctx); err != nil {
 			r.ok.Set(0)
 			r.failures.Inc()
 			r.logger.Error("configuration change rejected; the previous configuration keeps running",
@@ -78,7 +78,7 @@ func (r *reloader) run(ctx context.Context) {
 
 // apply loads and compiles the file; what cannot change at run time
 // rejects the change as a whole, so it never half-applies.
-func (r *reloader) apply() error {
+func (r *reloader) apply(ctx context.Context) error {
 	cfg, set, err := loadConfig(r.path)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func (r *reloader) apply() error {
 	// The routes first, so the objects Reload queues are routed anew;
 	// back to the old ones if the rules cannot go in.
 	r.ctrl.SetRoutes(routesOf(cfg))
-	if err := r.ctrl.Reload(set); err != nil {
+	if err := r.ctrl.Reload(ctx, set); err != nil {
 		r.ctrl.SetRoutes(routesOf(r.current))
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 
 // TestHotReload: a rule added to the running herald's file fires without
 // a restart; a broken file is rejected with its errors and the rules in
-// force keep firing; a removed rule's incidents go quietly.
+// force keep firing; a removed rule's incidents resolve, saying so.
 func TestHotReload(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
@@ -78,9 +79,20 @@ func TestHotReload(t *testing.T) {
 
 	os.WriteFile(cfgPath, []byte(file(rule("team-a", "a"))), 0o600)
 	waitLog(`msg="configuration reloaded"`, 2)
+	// team-b's incidents resolve, saying why: no message stays red
+	// forever for a rule that is gone.
+	var resolved []string
+	for range 2 {
+		got := recv.next(t, 10*time.Second)
+		if got.Transition != "resolved" || got.Incident.Rule != "team-b" || got.Change != "rule removed" {
+			t.Fatalf("after removing team-b: %s %s by %s (%q), want team-b's incidents resolved: rule removed", got.Transition, got.Object.Name, got.Incident.Rule, got.Change)
+		}
+		resolved = append(resolved, got.Object.Name)
+	}
+	if slices.Sort(resolved); strings.Join(resolved, ",") != "b-1,b-2" {
+		t.Errorf("resolved %v, want b-1 and b-2", resolved)
+	}
 	crash("a-1", "a")
-	// team-b's incidents were dropped silently: the next notification is
-	// team-a's firing, not two resolved.
 	if got := recv.next(t, 10*time.Second); got.Object.Name != "a-1" || got.Transition != "firing" {
 		t.Fatalf("after removing team-b: %s %s, want a-1 firing", got.Transition, got.Object.Name)
 	}

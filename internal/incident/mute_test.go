@@ -253,7 +253,7 @@ func TestOpenIncidentsByReason(t *testing.T) {
 	if muter.asked == asked {
 		t.Fatal("the muter was not asked about a new incident")
 	}
-	tr.DropRules(map[string]bool{"pod-oom": true})
+	tr.ResolveRules(map[string]bool{"pod-oom": true}, clock.now())
 	saved := slices.Collect(maps.Values(tr.open))
 	restored := NewTracker(Options{Now: clock.now, Muter: muter})
 	var incs []Incident

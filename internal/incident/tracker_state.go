@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // What the tracker tells the rest of herald: queries for metrics, the
@@ -19,13 +20,18 @@ func (t *Tracker) MemberKeys() []string {
 	return slices.Sorted(maps.Keys(t.byObject))
 }
 
-// DropRules forgets the open incidents of rules that no longer exist (a
-// configuration reload removed them), without notifying: the operator
-// removed the rule, nothing recovered.
-func (t *Tracker) DropRules(removed map[string]bool) int {
+// RuleRemoved is the change a resolution says when its rule was removed
+// by a configuration reload.
+const RuleRemoved = "rule removed"
+
+// ResolveRules resolves the open incidents of removed rules (a
+// configuration reload took them away): each announced one says
+// "resolved: rule removed", so no message stays red forever; one never
+// announced (pending, muted from the start) just goes.
+func (t *Tracker) ResolveRules(removed map[string]bool, now time.Time) []Notification {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
+	var notes []Notification
 	for fp, inc := range t.open {
 		if !removed[inc.Rule] {
 			continue
@@ -36,13 +42,16 @@ func (t *Tracker) DropRules(removed map[string]bool) int {
 		}
 		t.removeOpen(fp)
 		delete(t.held, fp)
-		delete(t.muted, fp)
-		n++
+		inc.HeldUntil, inc.ResolvingSince = time.Time{}, time.Time{}
+		inc.ResolvedAt = now
+		t.retire(inc)
+		if n, ok := t.notify(inc, Resolved, now, RuleRemoved); ok {
+			notes = append(notes, n)
+		}
+		t.touch(inc)
 	}
-	if n > 0 {
-		t.version++
-	}
-	return n
+	slices.SortFunc(notes, func(a, b Notification) int { return strings.Compare(a.Incident.ID, b.Incident.ID) })
+	return notes
 }
 
 // OpenByRule counts the open incidents of each rule.
