@@ -65,7 +65,12 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	header := http.Header{}
 	header.Set("Content-Type", "application/json")
 	header.Set("User-Agent", s.opts.UserAgent)
-	_, err = sinks.Post(ctx, s.client, s.opts.URL, header, body, s.what)
+	answer, err := sinks.Post(ctx, s.client, s.opts.URL, header, body, s.what)
+	if retry, _ := sinks.IsRetryable(err); err != nil && !retry {
+		if why := sinks.ReasonHiding(answer, s.opts.URL); why != "" {
+			return fmt.Errorf("%w: %s", err, why) // Workflows says what it refused
+		}
+	}
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
@@ -114,6 +115,17 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if len(s.keys) > 0 {
 		header.Set("webhook-signature", Sign(s.keys, payload.ID, ts, body))
 	}
-	_, err = sinks.Post(ctx, s.client, s.opts.URL, header, body, fmt.Sprintf("webhook %s (%s)", s.opts.Name, s.redacted))
+	answer, err := sinks.Post(ctx, s.client, s.opts.URL, header, body, fmt.Sprintf("webhook %s (%s)", s.opts.Name, s.redacted))
+	if retry, _ := sinks.IsRetryable(err); err != nil && !retry {
+		// The receiver's reason (a bad signature, a refused token), with
+		// the URL's and the headers' secrets cut out.
+		headers := make([]string, 0, len(s.opts.Headers))
+		for _, v := range s.opts.Headers {
+			headers = append(append(headers, v), strings.Fields(v)...) // "Bearer <token>"
+		}
+		if why := sinks.ReasonHiding(answer, s.opts.URL, headers...); why != "" {
+			return fmt.Errorf("%w: %s", err, why)
+		}
+	}
 	return err
 }
