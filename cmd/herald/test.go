@@ -45,6 +45,7 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 	var kf kubeFlags
 	kf.register(fs)
 	send := fs.String("send", "", "send one test notification through the configured sink of this name, and report what its destination answered")
+	sendWithin := fs.Duration("timeout", 15*time.Second, "with --send: how long failures the sink would retry (NATS still connecting, a 503) are tried again")
 	if code, ok := parseNoArgs(fs, "herald test -f FILE (--object OBJECTS.yaml ... | --live [--kubeconfig FILE] [--context NAME]) | herald test -f FILE --send SINK", args, c.stdout, c.stderr); !ok {
 		return code
 	}
@@ -63,7 +64,7 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		return 1
 	}
 	if *send != "" {
-		return c.testSend(ctx, cfg, *send)
+		return c.testSend(ctx, cfg, *send, *sendWithin)
 	}
 	now := time.Now()
 	var objs []runtime.Object

@@ -17,16 +17,14 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 )
 
-// testSendWithin bounds herald test --send: a sink's own retryable
-// failures (NATS still connecting, a 503) are tried again until then.
-const testSendWithin = 15 * time.Second
-
 // testSend sends one test notification through the sink called name,
 // built as herald run builds it (buildSinks), and says what the
 // destination answered: whether a token, URL or routing key works is
-// learnt before the first real incident, not at it. Exit 0 when it was
-// accepted, 1 when refused, 2 for a sink that is not configured.
-func (c cli) testSend(ctx context.Context, cfg *config.Config, name string) int {
+// learnt before the first real incident, not at it. A failure the sink
+// would retry (NATS still connecting, a 503) is tried again for up to
+// within. Exit 0 when it was accepted, 1 when refused, 2 for a sink that
+// is not configured.
+func (c cli) testSend(ctx context.Context, cfg *config.Config, name string, within time.Duration) int {
 	var sc *config.Sink
 	var names []string
 	for i := range cfg.Sinks {
@@ -54,7 +52,7 @@ func (c cli) testSend(ctx context.Context, cfg *config.Config, name string) int 
 		return refused(err)
 	}
 	defer closeSinks()
-	ctx, cancel := context.WithTimeout(ctx, testSendWithin)
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	n := testNotification(name, clusterName(sc), time.Now())
 	for {
@@ -69,7 +67,7 @@ func (c cli) testSend(ctx context.Context, cfg *config.Config, name string) int 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return refused(fmt.Errorf("%w (still failing after %s)", err, testSendWithin))
+			return refused(fmt.Errorf("%w (still failing after %s)", err, within))
 		case <-t.C:
 		}
 	}
