@@ -66,7 +66,9 @@ func TestSendTestNotification(t *testing.T) {
 	bearer := func(token string) func(*http.Request) bool {
 		return func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+token }
 	}
-	slackAPI := newStandIn(t, func(r *http.Request) bool { return r.Form.Get("token") == "xoxb-good-token" || bearer("xoxb-good-token")(r) }, func(w http.ResponseWriter) {
+	slackAPI := newStandIn(t, func(r *http.Request) bool {
+		return r.Form.Get("token") == "xoxb-good-token" || bearer("xoxb-good-token")(r)
+	}, func(w http.ResponseWriter) {
 		fmt.Fprint(w, `{"ok":false,"error":"invalid_auth"}`) // Slack answers 200 with ok:false
 	})
 	hook := newStandIn(t, bearer("good-hook-token"), func(w http.ResponseWriter) {
