@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,33 @@ func Reason(b []byte) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// ReasonHiding is Reason for a receiver whose address (or a header) is a
+// secret: a receiver may echo the path it did not know or the token it
+// refused, so the URL's path and query, each of their parts long enough
+// to be a secret, and the given secrets are cut out before the answer is
+// shortened. A refusal then still says why ("invalid signature").
+func ReasonHiding(answer []byte, rawURL string, secrets ...string) string {
+	s := string(answer)
+	if u, err := url.Parse(rawURL); err == nil {
+		secrets = append(secrets, u.RawQuery, u.EscapedPath(), u.Path)
+		for _, part := range strings.Split(u.Path, "/") {
+			secrets = append(secrets, part)
+		}
+		for _, vs := range u.Query() {
+			secrets = append(secrets, vs...)
+		}
+	}
+	// Longest first, so that a part inside a longer secret does not
+	// leave the rest of it behind.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range secrets {
+		if len(v) >= 8 {
+			s = strings.ReplaceAll(s, v, "<redacted>")
+		}
+	}
+	return Reason([]byte(s))
 }
 
 // RedactURL keeps scheme and host of u: webhook and Workflows URLs carry

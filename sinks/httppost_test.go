@@ -24,3 +24,22 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestReasonHiding: a refusal's reason is kept, while what the receiver
+// echoes of the URL's path and query, or of a given secret, is not.
+func TestReasonHiding(t *testing.T) {
+	const target = "https://hooks.example.com/services/T0K3N-IN-PATH-123?sig=SIG-IN-QUERY-456&api-version=1"
+	for _, tt := range []struct{ answer, want string }{
+		{`{"error":"invalid_token","detail":"no hook /services/T0K3N-IN-PATH-123"}`, `{"error":"invalid_token","detail":"no hook <redacted>"}`},
+		{"signature SIG-IN-QUERY-456 does not match\nsecond line", "signature <redacted> does not match"},
+		{"bearer s3cr3t-bearer-token refused", "bearer <redacted> refused"},
+		{"", ""},
+	} {
+		if got := ReasonHiding([]byte(tt.answer), target, "s3cr3t-bearer-token"); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.answer, got, tt.want)
+		}
+	}
+	if got := ReasonHiding([]byte(strings.Repeat("x", 500)), target); len(got) > 210 {
+		t.Errorf("not bounded: %d bytes", len(got))
+	}
+}

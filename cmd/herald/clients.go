@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,11 +15,50 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/watcher"
 )
+
+// kubeFlags are how every command that talks to a cluster finds it, the
+// way kubectl does, so that what works with kubectl works with herald:
+// --kubeconfig, else $KUBECONFIG (a colon-separated list, merged), else
+// ~/.kube/config, else the in-cluster configuration; --context picks a
+// context other than the current one.
+type kubeFlags struct {
+	kubeconfig, context string
+}
+
+func (k *kubeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster)")
+	fs.StringVar(&k.context, "context", "", "the kubeconfig context to use (default: the current context)")
+}
+
+// load returns the client configuration, with where it points for
+// messages ("context kind-prod", "in-cluster").
+func (k kubeFlags) load(userAgent string) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
+	cfg, err := loader.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, "", errors.New("no Kubernetes configuration found: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config (in a pod, the in-cluster configuration is used)")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("loading the Kubernetes configuration: %w", err)
+	}
+	where := "in-cluster"
+	if raw, err := loader.RawConfig(); err == nil && len(raw.Contexts) > 0 {
+		where = "context " + raw.CurrentContext
+		if k.context != "" {
+			where = "context " + k.context
+		}
+	}
+	cfg.UserAgent = userAgent
+	return cfg, where, nil
+}
 
 // newClients makes herald's own client for built-in kinds (protobuf) and
 // the dynamic client and discovery for custom resources (which have no

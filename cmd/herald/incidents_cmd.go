@@ -12,8 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/kube"
@@ -50,45 +48,65 @@ type openIncident struct {
 // only reads (lists the ledger ConfigMaps), so it never disturbs herald.
 func (c cli) cmdIncidents(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("herald incidents", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
-	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "default"), "herald's namespace, where its ledger ConfigMaps are")
+	var kf kubeFlags
+	kf.register(fs)
+	namespace := fs.String("namespace", "", "herald's namespace, where its ledger ConfigMaps are (default: $POD_NAMESPACE, else the one namespace holding the ledger)")
 	ledger := fs.String("ledger-name", config.DefaultLedgerName, "the ledger's name (incidents.ledgerName)")
 	output := fs.String("o", "table", "output: table or json")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if _, code, ok := parseFlags(fs, "herald incidents [--namespace NS] [--ledger-name NAME] [-o table|json] [--kubeconfig FILE] [--context NAME]", args, c.stdout, c.stderr); !ok {
+		return code
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(c.stderr, "herald incidents:", err)
+		return 1
 	}
 	if *output != "table" && *output != "json" {
 		fmt.Fprintf(c.stderr, "herald incidents: -o %s: want table or json\n", *output)
 		return 2
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	rc, where, err := kf.load("herald/" + version + " incidents")
 	if err != nil {
-		fmt.Fprintln(c.stderr, "herald incidents:", err)
-		return 1
+		return fail(err)
 	}
-	rc.UserAgent = "herald/" + version + " incidents"
 	client, err := kube.New(rc)
 	if err != nil {
-		fmt.Fprintln(c.stderr, "herald incidents:", err)
-		return 1
+		return fail(err)
+	}
+	if *namespace == "" {
+		if *namespace, err = ledgerNamespace(ctx, client, *ledger, where); err != nil {
+			return fail(err)
+		}
+	}
+	store := incident.NewConfigMapStore(client, *namespace, *ledger)
+	// No ledger is not "no incidents": it is the wrong namespace, the
+	// wrong cluster or no herald, and saying "0 open incidents" then
+	// would reassure someone whose cluster is on fire.
+	exists, err := store.Exists(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("%w (%s; herald's namespace is --namespace; reading the ledger needs get and list on ConfigMaps there)", err, where))
+	}
+	if !exists {
+		return fail(fmt.Errorf("no herald ledger %q in namespace %q (%s): is herald installed there? use --namespace (herald's namespace) or --ledger-name", *ledger, *namespace, where))
 	}
 	warn := func(msg string, args ...any) {
 		fmt.Fprintln(c.stderr, append([]any{"herald incidents: warning:", msg}, args...)...)
 	}
-	incs, err := incident.NewConfigMapStore(client, *namespace, *ledger).Load(ctx, warn)
+	incs, err := store.Load(ctx, warn)
 	if err != nil {
-		fmt.Fprintln(c.stderr, "herald incidents:", err, "(herald's namespace is --namespace; the ledger needs get and list on ConfigMaps there)")
-		return 1
+		return fail(fmt.Errorf("%w (%s; herald's namespace is --namespace; reading the ledger needs get and list on ConfigMaps there)", err, where))
 	}
 	open := openIncidents(incs)
 	if *output == "json" {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(open); err != nil {
-			fmt.Fprintln(c.stderr, "herald incidents:", err)
-			return 1
+			return fail(err)
 		}
+		return 0
+	}
+	if len(open) == 0 {
+		// Said in words, with where: an empty table reads like a failure.
+		fmt.Fprintf(c.stdout, "no open incidents in herald's ledger %q in namespace %q (%s)\n", *ledger, *namespace, where)
 		return 0
 	}
 	printIncidents(c.stdout, open, time.Now())

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,14 +20,20 @@ var version = "dev"
 const usage = `herald watches a Kubernetes cluster and notifies people when something goes wrong.
 
 Usage:
-  herald run --config FILE [--kubeconfig FILE] [--log-format json|text] [--log-level LEVEL]
+  herald run -f FILE [--kubeconfig FILE] [--context NAME] [--log-format json|text] [--log-level LEVEL]
   herald validate -f FILE [--offline]
-  herald test -f FILE (--object OBJECTS.yaml ... | --kubeconfig FILE)
-  herald incidents [--kubeconfig FILE] [--namespace NS] [-o table|json]
+  herald test -f FILE (--object OBJECTS.yaml ... | --live)
+  herald test -f FILE --send SINK
+  herald incidents [--namespace NS] [-o table|json]
   herald silence create (--namespace NS | --all-namespaces) (--workload W | --name GLOB | --rule R | ...) (--for 2h | --until TIME) --comment TEXT
+  herald silence create --incident ID (--for 2h | --until TIME) --comment TEXT
   herald silence list [--namespace NS | -A]
   herald silence expire (--namespace NS | --all-namespaces) NAME
   herald version
+
+Commands that talk to a cluster find it as kubectl does: --kubeconfig, else
+$KUBECONFIG, else ~/.kube/config, else in-cluster; --context picks a context.
+Flags may follow arguments; "herald COMMAND --help" lists a command's flags.
 `
 
 // exitStartOver is what `herald run` returns when it lost the leader
@@ -85,9 +92,13 @@ func (c cli) run(ctx context.Context, args []string) int {
 	case "silence", "silences":
 		return c.cmdSilence(ctx, args[1:])
 	case "version", "--version":
+		fs := flag.NewFlagSet("herald version", flag.ContinueOnError)
+		if code, ok := parseNoArgs(fs, "herald version", args[1:], stdout, stderr); !ok {
+			return code
+		}
 		fmt.Fprintln(stdout, "herald", version)
 		return 0
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/herald-k8s/herald/config"
@@ -31,9 +30,10 @@ import (
 func (c cli) cmdRun(ctx context.Context, args []string) int {
 	out, errOut := c.stdout, c.stderr
 	fs := flag.NewFlagSet("herald run", flag.ContinueOnError)
-	fs.SetOutput(errOut)
 	configPath := fs.String("config", "", "path of the configuration file (required)")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
+	fs.StringVar(configPath, "f", "", "shorthand for --config")
+	var kf kubeFlags
+	kf.register(fs)
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	metricsAddr := fs.String("metrics-addr", ":8080", "address of /metrics, /healthz and /readyz; empty to disable")
@@ -50,8 +50,8 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	forceKubeVerbosity := fs.Bool("force-kube-log-verbosity", false, "allow --kube-log-verbosity above 5, where the client logs request headers and bodies (Secrets included)")
 	apiCompression := fs.Bool("api-compression", false, "let the API server gzip its large answers (lists, ledger writes); worth it only over a slow link to it, as in-cluster it costs both sides CPU for nothing")
 	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseNoArgs(fs, "herald run -f FILE [--kubeconfig FILE] [--context NAME] [--namespace NS] [flags]", args, out, errOut); !ok {
+		return code
 	}
 	kubeLogWarning, err := checkKubeLogVerbosity(*kubeVerbosity, *forceKubeVerbosity)
 	if err != nil {
@@ -105,12 +105,12 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		klogFlags.Set("v", strconv.Itoa(*kubeVerbosity))
 	}
 
-	restCfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	restCfg, where, err := kf.load("herald/" + version + " (" + identity + ")")
 	if err != nil {
 		logger.Error("no Kubernetes client configuration", "error", err)
 		return 1
 	}
-	restCfg.UserAgent = "herald/" + version + " (" + identity + ")"
+	logger.Info("Kubernetes client configuration", "from", where)
 	// Gzip is client-go's default: the API server compresses any answer
 	// over 128 KB (a page of pods, a ledger shard's echo) and herald
 	// inflates it again (see docs/performance.md), for bytes that only

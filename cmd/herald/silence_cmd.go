@@ -14,18 +14,28 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/silence"
 )
+
+// silenceUsage is herald silence's own usage; each subcommand has its
+// flags' too (herald silence create --help).
+const silenceUsage = `Usage:
+  herald silence create (--namespace NS | --all-namespaces) (--workload W | --name GLOB | --rule R | ...) (--for 2h | --until TIME) --comment TEXT
+  herald silence create --incident ID (--for 2h | --until TIME) --comment TEXT
+  herald silence list [--namespace NS | -A]
+  herald silence expire (--namespace NS | --all-namespaces) NAME
+
+Each takes --kubeconfig FILE and --context NAME; herald silence COMMAND --help lists its flags.
+`
 
 // cmdSilence creates, lists and expires Silence and ClusterSilence
 // resources, so that muting a known problem is one command with an end
 // time and an owner.
 func (c cli) cmdSilence(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(c.stderr, "herald silence: want create, list or expire")
+		fmt.Fprint(c.stderr, "herald silence: want create, list or expire\n\n"+silenceUsage)
 		return 2
 	}
 	switch args[0] {
@@ -35,8 +45,11 @@ func (c cli) cmdSilence(ctx context.Context, args []string) int {
 		return c.silenceList(ctx, args[1:])
 	case "expire":
 		return c.silenceExpire(ctx, args[1:])
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, silenceUsage)
+		return 0
 	}
-	fmt.Fprintf(c.stderr, "herald silence: unknown command %q: want create, list or expire\n", args[0])
+	fmt.Fprintf(c.stderr, "herald silence: unknown command %q: want create, list or expire\n\n%s", args[0], silenceUsage)
 	return 2
 }
 
@@ -44,6 +57,7 @@ func (c cli) cmdSilence(ctx context.Context, args []string) int {
 type silenceClients struct {
 	dyn   dynamic.Interface
 	typed *kube.Client
+	where string // the cluster, for messages: "context kind-prod"
 }
 
 // resource is where silences live: a namespace's Silences ("" all
@@ -55,14 +69,11 @@ func (c silenceClients) resource(namespace string, cluster bool) dynamic.Resourc
 	return c.dyn.Resource(silence.Resource).Namespace(namespace)
 }
 
-func newSilenceClients(kubeconfig string) (silenceClients, error) {
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence},
-		&clientcmd.ConfigOverrides{}).ClientConfig()
+func newSilenceClients(kf kubeFlags) (silenceClients, error) {
+	rc, where, err := kf.load("herald/" + version + " silence")
 	if err != nil {
 		return silenceClients{}, err
 	}
-	rc.UserAgent = "herald/" + version + " silence"
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return silenceClients{}, err
@@ -71,7 +82,7 @@ func newSilenceClients(kubeconfig string) (silenceClients, error) {
 	if err != nil {
 		return silenceClients{}, err
 	}
-	return silenceClients{dyn: dyn, typed: typed}, nil
+	return silenceClients{dyn: dyn, typed: typed, where: where}, nil
 }
 
 // crdMissing says the API server does not serve silences at all: a 404
@@ -110,8 +121,8 @@ func explain(err error, verb, namespace string, cluster bool) error {
 
 func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("herald silence create", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	var kf kubeFlags
+	kf.register(fs)
 	namespace := fs.String("namespace", "", "the namespace to silence: a Silence there mutes it and nothing else (or --all-namespaces)")
 	cluster := fs.Bool("all-namespaces", false, "create a ClusterSilence, which mutes any namespace (narrow it with --match-namespace) and nodes: a permission of its own")
 	fs.BoolVar(cluster, "A", false, "short for --all-namespaces")
@@ -129,14 +140,24 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	starts := fs.String("starts", "", "when it begins, RFC 3339 (default: now)")
 	comment := fs.String("comment", "", "why (required): shown beside what it mutes")
 	createdBy := fs.String("created-by", "", "who asks (default: your Kubernetes user name)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	var byID incidentRef
+	byID.register(fs)
+	pos, code, ok := parseFlags(fs, "herald silence create (--namespace NS | --all-namespaces) (--workload W | --name GLOB | --rule R | --incident ID | ...) (--for 2h | --until TIME) --comment TEXT", args, c.stdout, c.stderr)
+	if !ok {
+		return code
 	}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(c.stderr, "herald silence create: "+format+"\n", args...)
 		return 2
 	}
 	switch {
+	case len(pos) > 0:
+		return fail("unexpected argument %q: what to silence is given by flags (herald silence create --help)", pos[0])
+	case byID.id != "" && (!m.Empty() || *selector != ""):
+		return fail("--incident names what to silence (its object or workload and rule): give it alone, without --workload, --name, --kind, --rule, --reason, --severity, --selector or --match-namespace")
+	case byID.id != "":
+		// The namespace (and whether it takes a ClusterSilence) is the
+		// incident's: checked once it is read.
 	case *cluster && *namespace != "":
 		return fail("give --namespace (a Silence, muting that namespace) or --all-namespaces (a ClusterSilence), not both")
 	case !*cluster && *namespace == "":
@@ -177,13 +198,23 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 		}
 		m.LabelSelector = sel
 	}
-	if m.Empty() {
-		return fail("name what to silence: --workload, --name, --kind, --rule, --reason, --severity, --selector or --match-namespace")
+	if m.Empty() && byID.id == "" {
+		return fail("name what to silence: --incident, --workload, --name, --kind, --rule, --reason, --severity, --selector or --match-namespace")
 	}
-	clients, err := newSilenceClients(*kubeconfig)
+	clients, err := newSilenceClients(kf)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "herald silence create:", err)
 		return 1
+	}
+	if byID.id != "" {
+		inc, err := byID.find(ctx, clients.typed, clients.where)
+		if err == nil {
+			m, err = silenceFor(inc, namespace, cluster)
+		}
+		if err != nil {
+			fmt.Fprintln(c.stderr, "herald silence create:", err)
+			return 1
+		}
 	}
 	if *createdBy == "" {
 		*createdBy = whoAmI(ctx, clients.typed)
@@ -217,6 +248,9 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 		what = "clustersilence " + created.GetName()
 	}
 	fmt.Fprintf(c.stdout, "%s created: mutes until %s (in %s)\n", what, end.UTC().Format(time.RFC3339), time.Until(end).Round(time.Second))
+	if byID.id != "" {
+		fmt.Fprintf(c.stdout, "it matches incident %s: %s\n", byID.id, m.String())
+	}
 	return 0
 }
 

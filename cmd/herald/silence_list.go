@@ -22,15 +22,20 @@ import (
 // leaves the Silences listed.
 func (c cli) silenceList(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("herald silence list", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	var kf kubeFlags
+	kf.register(fs)
 	namespace := fs.String("namespace", "", "one namespace's Silences (default: all, as -A); ClusterSilences are listed either way")
 	fs.Bool("A", false, "all namespaces (the default)")
 	fs.Bool("all-namespaces", false, "all namespaces (the default)")
-	if err := fs.Parse(args); err != nil {
+	pos, code, ok := parseFlags(fs, "herald silence list [--namespace NS | -A]", args, c.stdout, c.stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(c.stderr, "herald silence list: unexpected argument %q (one namespace is --namespace NS)\n", pos[0])
 		return 2
 	}
-	clients, err := newSilenceClients(*kubeconfig)
+	clients, err := newSilenceClients(kf)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "herald silence list:", err)
 		return 1
@@ -71,24 +76,25 @@ func (c cli) silenceList(ctx context.Context, args []string) int {
 // (--all-namespaces) now, or deletes one that has not started.
 func (c cli) silenceExpire(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("herald silence expire", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	var kf kubeFlags
+	kf.register(fs)
 	namespace := fs.String("namespace", "", "the Silence's namespace (or --all-namespaces)")
 	cluster := fs.Bool("all-namespaces", false, "expire a ClusterSilence")
 	fs.BoolVar(cluster, "A", false, "short for --all-namespaces")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := parseFlags(fs, "herald silence expire (--namespace NS | --all-namespaces) NAME", args, c.stdout, c.stderr)
+	if !ok {
+		return code
 	}
-	if (*namespace == "") == !*cluster || fs.NArg() != 1 {
+	if (*namespace == "") == !*cluster || len(pos) != 1 {
 		fmt.Fprintln(c.stderr, "herald silence expire: want --namespace NS (a Silence) or --all-namespaces (a ClusterSilence), and one silence name")
 		return 2
 	}
-	name := fs.Arg(0)
+	name := pos[0]
 	ref := "silence " + *namespace + "/" + name
 	if *cluster {
 		ref = "clustersilence " + name
 	}
-	clients, err := newSilenceClients(*kubeconfig)
+	clients, err := newSilenceClients(kf)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "herald silence expire:", err)
 		return 1

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/enrich"
@@ -37,13 +37,25 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // object in a live cluster) and the exact messages. Nothing is sent.
 func (c cli) cmdTest(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("herald test", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
 	configPath := fs.String("config", "", "path of the configuration file")
 	fs.StringVar(configPath, "f", "", "shorthand for --config")
 	var objects stringList
 	fs.Var(&objects, "object", "YAML file of objects to test (repeatable; --- separates objects)")
-	kubeconfig := fs.String("kubeconfig", "", "test every object of the watched kinds in this cluster instead")
-	if err := fs.Parse(args); err != nil {
+	live := fs.Bool("live", false, "test every object of the watched kinds in the cluster (implied by --kubeconfig or --context)")
+	var kf kubeFlags
+	kf.register(fs)
+	send := fs.String("send", "", "send one test notification through the configured sink of this name, and report what its destination answered")
+	sendWithin := fs.Duration("timeout", 15*time.Second, "with --send: how long failures the sink would retry (NATS still connecting, a 503) are tried again")
+	if code, ok := parseNoArgs(fs, "herald test -f FILE (--object OBJECTS.yaml ... | --live [--kubeconfig FILE] [--context NAME]) | herald test -f FILE --send SINK", args, c.stdout, c.stderr); !ok {
+		return code
+	}
+	*live = *live || kf.kubeconfig != "" || kf.context != ""
+	switch {
+	case *send != "" && (len(objects) > 0 || *live):
+		fmt.Fprintln(c.stderr, "herald test: --send tests a sink; --object and --live test rules: give one or the other")
+		return 2
+	case *send == "" && len(objects) == 0 && !*live:
+		fmt.Fprintln(c.stderr, "herald test: give --object FILE (repeatable), --live (the cluster kubectl would use, or --kubeconfig FILE / --context NAME), or --send SINK")
 		return 2
 	}
 	cfg, set, err := loadConfig(*configPath)
@@ -51,9 +63,8 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, err)
 		return 1
 	}
-	if len(objects) == 0 && *kubeconfig == "" {
-		fmt.Fprintln(c.stderr, "herald test: give --object FILE (repeatable) or --kubeconfig FILE")
-		return 2
+	if *send != "" {
+		return c.testSend(ctx, cfg, *send, *sendWithin)
 	}
 	now := time.Now()
 	var objs []runtime.Object
@@ -65,19 +76,24 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		}
 		objs = append(objs, found...)
 	}
-	if *kubeconfig != "" {
-		live, err := listLive(ctx, *kubeconfig, set)
+	var rc *rest.Config
+	if *live {
+		if rc, _, err = kf.load("herald/" + version + " test"); err != nil {
+			fmt.Fprintln(c.stderr, "herald test:", err)
+			return 1
+		}
+		found, err := listLive(ctx, rc, set)
 		if err != nil {
 			fmt.Fprintln(c.stderr, "herald test:", err)
 			return 1
 		}
-		objs = append(objs, live...)
+		objs = append(objs, found...)
 	}
 	// Live, the crash context each firing would carry, as herald would
 	// gather it (herald's own budget aside).
 	var gather func(rules.Finding) *incident.Context
-	if *kubeconfig != "" && *cfg.Context.Enabled {
-		if gather, err = contextGatherer(ctx, cfg, *kubeconfig); err != nil {
+	if *live && *cfg.Context.Enabled {
+		if gather, err = contextGatherer(ctx, cfg, rc); err != nil {
 			fmt.Fprintln(c.stderr, "herald test:", err)
 			return 1
 		}
@@ -178,11 +194,7 @@ func readObjects(path string) ([]runtime.Object, error) {
 
 // listLive syncs informers for the rules' kinds and returns every cached
 // object.
-func listLive(ctx context.Context, kubeconfig string, set *rules.Set) ([]runtime.Object, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
+func listLive(ctx context.Context, cfg *rest.Config, set *rules.Set) ([]runtime.Object, error) {
 	clients, _, err := newClients(cfg)
 	if err != nil {
 		return nil, err
@@ -217,13 +229,9 @@ func listLive(ctx context.Context, kubeconfig string, set *rules.Set) ([]runtime
 	return out, nil
 }
 
-// contextGatherer gathers a finding's crash context from the cluster at
-// kubeconfig, with the configuration's settings.
-func contextGatherer(ctx context.Context, cfg *config.Config, kubeconfig string) (func(rules.Finding) *incident.Context, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
+// contextGatherer gathers a finding's crash context from the cluster rc
+// points at, with the configuration's settings.
+func contextGatherer(ctx context.Context, cfg *config.Config, rc *rest.Config) (func(rules.Finding) *incident.Context, error) {
 	client, err := kube.New(rc)
 	if err != nil {
 		return nil, err

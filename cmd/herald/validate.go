@@ -19,7 +19,7 @@ func loadConfig(path string) (*config.Config, *rules.Set, error) {
 // compileConfig loads the file with load and compiles its rules.
 func compileConfig(path string, load func(string) (*config.Config, error)) (*config.Config, *rules.Set, error) {
 	if path == "" {
-		return nil, nil, fmt.Errorf("herald: --config is required")
+		return nil, nil, fmt.Errorf("herald: -f FILE (--config FILE) is required: the configuration file")
 	}
 	cfg, err := load(path)
 	if err != nil {
@@ -51,12 +51,11 @@ func routesOf(cfg *config.Config) *route.Table {
 // cmdValidate checks a configuration without connecting to anything.
 func cmdValidate(args []string, out, errOut io.Writer) int {
 	fs := flag.NewFlagSet("herald validate", flag.ContinueOnError)
-	fs.SetOutput(errOut)
 	configPath := fs.String("config", "", "path of the configuration file")
 	fs.StringVar(configPath, "f", "", "shorthand for --config")
 	offline := fs.Bool("offline", false, "check everything but the secrets and TLS files, and list those instead (for CI pipelines without the production secrets)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseNoArgs(fs, "herald validate -f FILE [--offline]", args, out, errOut); !ok {
+		return code
 	}
 	load := config.Load
 	if *offline {

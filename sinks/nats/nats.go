@@ -131,6 +131,11 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	// buffer the message in memory, where a crash loses it), then flush so
 	// the server has it before we call it delivered.
 	if !s.nc.IsConnected() {
+		// The last error says why (a refused token, a TLS mismatch), which
+		// "reconnecting" alone does not.
+		if last := s.nc.LastError(); last != nil {
+			return &sinks.Retryable{Err: fmt.Errorf("nats %s: not connected (%s): %v", s.opts.Name, s.nc.Status(), last)}
+		}
 		return &sinks.Retryable{Err: fmt.Errorf("nats %s: not connected (%s)", s.opts.Name, s.nc.Status())}
 	}
 	if err := s.nc.PublishMsg(msg); err != nil {

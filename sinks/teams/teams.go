@@ -73,7 +73,12 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if dest != "" {
 		what = fmt.Sprintf("teams %s (destination %s)", s.opts.Name, dest) // the URL is a secret
 	}
-	_, err = sinks.Post(ctx, s.client, url, header, body, what)
+	answer, err := sinks.Post(ctx, s.client, url, header, body, what)
+	if retry, _ := sinks.IsRetryable(err); err != nil && !retry {
+		if why := sinks.ReasonHiding(answer, url); why != "" {
+			return fmt.Errorf("%w: %s", err, why) // Workflows says what it refused
+		}
+	}
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
@@ -121,6 +122,17 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if dest != "" {
 		what = fmt.Sprintf("webhook %s (destination %s)", s.opts.Name, dest)
 	}
-	_, err = sinks.Post(ctx, s.client, url, header, body, what)
+	answer, err := sinks.Post(ctx, s.client, url, header, body, what)
+	if retry, _ := sinks.IsRetryable(err); err != nil && !retry {
+		// The receiver's reason (a bad signature, a refused token), with
+		// the URL's and the headers' secrets cut out.
+		headers := make([]string, 0, len(s.opts.Headers))
+		for _, v := range s.opts.Headers {
+			headers = append(append(headers, v), strings.Fields(v)...) // "Bearer <token>"
+		}
+		if why := sinks.ReasonHiding(answer, url, headers...); why != "" {
+			return fmt.Errorf("%w: %s", err, why)
+		}
+	}
 	return err
 }
