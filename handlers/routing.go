@@ -27,7 +27,12 @@ func (c *Controller) route(obj runtime.Object, findings []rules.Finding) {
 	var subject route.Subject
 	if ns := m.GetNamespace(); ns != "" {
 		subject.Namespace = ns
-		subject.NamespaceLabels, _ = c.Watcher.NamespaceLabels(ns)
+		if labels, ok := c.Watcher.NamespaceLabels(ns); ok {
+			subject.NamespaceLabels = labels
+			if labels == nil {
+				subject.NamespaceLabels = map[string]string{} // known, and none
+			}
+		}
 		if c.RouteByNamespace {
 			subject.AnnotatedChannel = c.Watcher.NamespaceAnnotation(ns, route.AnnotationChannel)
 		}

@@ -10,9 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -44,9 +46,10 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 	live := fs.Bool("live", false, "test every object of the watched kinds in the cluster (implied by --kubeconfig or --context)")
 	var kf kubeFlags
 	kf.register(fs)
+	routes := fs.Bool("route", false, "also print, for every finding, which route takes it, where each sink sends it, and why the other routes do not")
 	send := fs.String("send", "", "send one test notification through the configured sink of this name, and report what its destination answered")
 	sendWithin := fs.Duration("timeout", 15*time.Second, "with --send: how long failures the sink would retry (NATS still connecting, a 503) are tried again")
-	if code, ok := parseNoArgs(fs, "herald test -f FILE (--object OBJECTS.yaml ... | --live [--kubeconfig FILE] [--context NAME]) | herald test -f FILE --send SINK", args, c.stdout, c.stderr); !ok {
+	if code, ok := parseNoArgs(fs, "herald test -f FILE (--object OBJECTS.yaml ... | --live [--kubeconfig FILE] [--context NAME]) [--route] | herald test -f FILE --send SINK", args, c.stdout, c.stderr); !ok {
 		return code
 	}
 	*live = *live || kf.kubeconfig != "" || kf.context != ""
@@ -82,7 +85,7 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 			fmt.Fprintln(c.stderr, "herald test:", err)
 			return 1
 		}
-		found, err := listLive(ctx, rc, set)
+		found, err := listLive(ctx, rc, set, *routes)
 		if err != nil {
 			fmt.Fprintln(c.stderr, "herald test:", err)
 			return 1
@@ -98,9 +101,16 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 			return 1
 		}
 	}
+	var book *routeBook
+	if *routes {
+		book = newRouteBook(cfg, objs)
+	}
 	firing, excluded := 0, 0
 	for _, obj := range objs {
-		f, x := report(c.stdout, set, obj, now, gather)
+		if book != nil && !watchedKind(set, obj) {
+			continue // a Namespace or workload read for routing only
+		}
+		f, x := report(c.stdout, set, obj, now, gather, book)
 		firing, excluded = firing+f, excluded+x
 	}
 	fmt.Fprintf(c.stdout, "%d objects tested, %d findings", len(objs), firing)
@@ -114,7 +124,7 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 // report prints what the rules find on one object, and what their exclude
 // blocks drop (and which exclusion did), and returns both counts; with
 // gather, the crash context of what fires too.
-func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context) (findings, excluded int) {
+func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context, book *routeBook) (findings, excluded int) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	kind, err := rules.KindID(gvk.Kind, gvk.GroupVersion().String())
 	if err != nil {
@@ -142,6 +152,11 @@ func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, ga
 			state = fmt.Sprintf("FIRES AFTER for: %s", f.For)
 		}
 		fmt.Fprintf(out, "%s %s: rule %s %s [%s → %s]\n  title: %s\n  text:  %s\n", gvk.Kind, name, f.Rule, state, f.Severity, strings.Join(f.Sinks, ","), f.Title, f.Text)
+		if book != nil {
+			if m, err := meta.Accessor(obj); err == nil {
+				book.print(out, m, f)
+			}
+		}
 		if gather != nil && !f.Sustaining && !f.NoContext {
 			printContext(out, gather(f))
 		}
@@ -194,13 +209,17 @@ func readObjects(path string) ([]runtime.Object, error) {
 
 // listLive syncs informers for the rules' kinds and returns every cached
 // object.
-func listLive(ctx context.Context, cfg *rest.Config, set *rules.Set) ([]runtime.Object, error) {
+func listLive(ctx context.Context, cfg *rest.Config, set *rules.Set, withNamespaces bool) ([]runtime.Object, error) {
 	clients, _, err := newClients(cfg)
 	if err != nil {
 		return nil, err
 	}
 	w := watcher.New(clients, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	for _, kind := range set.Kinds() {
+	kinds := set.Kinds()
+	if withNamespaces && !slices.Contains(kinds, "Namespace") {
+		kinds = append(slices.Clone(kinds), "Namespace") // their labels and teams, for routing
+	}
+	for _, kind := range kinds {
 		if _, err := w.Informer(kind); err != nil {
 			return nil, err
 		}
@@ -213,7 +232,7 @@ func listLive(ctx context.Context, cfg *rest.Config, set *rules.Set) ([]runtime.
 		return nil, err
 	}
 	var out []runtime.Object
-	for _, kind := range set.Kinds() {
+	for _, kind := range kinds {
 		objs, err := w.List(kind)
 		if err != nil {
 			return nil, err
@@ -272,4 +291,11 @@ func printContext(out io.Writer, c *incident.Context) {
 	if c.Unavailable != "" {
 		fmt.Fprintf(out, "  context incomplete: %s\n", c.Unavailable)
 	}
+}
+
+// watchedKind reports whether some rule watches obj's kind.
+func watchedKind(set *rules.Set, obj runtime.Object) bool {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	kind, err := rules.KindID(gvk.Kind, gvk.GroupVersion().String())
+	return err != nil || slices.Contains(set.Kinds(), kind) // an unknown kind is reported as before
 }
