@@ -152,6 +152,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{[]string{"--set", "slack.chanel=#x"}, "at '/slack': additional properties 'chanel' not allowed"},
 		{[]string{"--set", "clustername=prod"}, "additional properties 'clustername' not allowed"},
 		{[]string{"--set", "config.clustername=prod"}, "at '/config': additional properties 'clustername' not allowed"},
+		{[]string{"--set", "image.tagg=1.0"}, "at '/image': additional properties 'tagg' not allowed"},
+		{[]string{"--set", "metrics.serviceMonitor.enable=true"}, "at '/metrics/serviceMonitor': additional properties 'enable' not allowed"},
 		{[]string{"--set-json", `extraRules=[{"name":"r","kind":"Pod","detecter":"crashloop"}]`}, "at '/extraRules/0': additional properties 'detecter' not allowed"},
 		{[]string{"--set-json", `routes=[{"name":"r","to":[{"sink":"slack","mention":["@payments"]}]}]`}, "at '/routes/0/to/0/mention/0'"},
 		{[]string{"--set-json", `routes=[{"name":"r","match":{"team":["payments"]},"to":[{"sink":"slack"}]}]`}, "additional properties 'team' not allowed"},
