@@ -239,8 +239,13 @@ func TestDryRunAndInstall(t *testing.T) {
 
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	env.WriteKubeconfig(kc)
-	if out, err := helm(t, "install", "herald", chartDir, "-n", "herald", "--kubeconfig", kc); err != nil {
+	out, err := helm(t, "install", "herald", chartDir, "-n", "herald", "--kubeconfig", kc)
+	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	// The notes name the channels the bot must be invited to.
+	if !strings.Contains(out, "/invite @herald in #alerts (docs/slack.md)") {
+		t.Errorf("helm install's notes do not say to invite the bot to #alerts:\n%s", out)
 	}
 	if _, err := client.AppsV1().Deployments("herald").Get(ctx, "herald", metav1.GetOptions{}); err != nil {
 		t.Errorf("installed Deployment: %v", err)
