@@ -108,6 +108,18 @@ func TestChartValuesRenderValidConfig(t *testing.T) {
 				t.Errorf("slack channel %q, want the sink's own #own", ch)
 			}
 		}},
+		{"defaultSinks [] leaves the rules to a catch-all route", []string{
+			"--set-json", "defaultSinks=[]", "--set-json", `routes=[{"name":"all","to":[{"sink":"slack"}]}]`,
+		}, func(t *testing.T, cfg *config.Config) {
+			for _, r := range cfg.Rules {
+				if len(r.Sinks) != 0 {
+					t.Errorf("rule %s notifies %v, want no sinks of its own", r.Name, r.Sinks)
+				}
+			}
+			if !cfg.HasCatchAll() {
+				t.Error("no catch-all route")
+			}
+		}},
 		{"config.clusterName wins over clusterName", []string{"--set", "clusterName=prod-eu", "--set", "config.clusterName=prod-eu-2"}, func(t *testing.T, cfg *config.Config) {
 			if cfg.ClusterName != "prod-eu-2" {
 				t.Errorf("clusterName %q, want config's prod-eu-2", cfg.ClusterName)
