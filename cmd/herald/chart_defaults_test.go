@@ -25,17 +25,25 @@ import (
 // routes hold), and returns the herald configuration it ships.
 func renderChartConfig(t *testing.T, hookURL string) string {
 	t.Helper()
+	return renderChart(t, "--set-json", fmt.Sprintf(`config.sinks=[{"name":"slack","webhook":{"url":"%s/herald"}}]`, hookURL),
+		"--set-json", "secrets=[]")
+}
+
+// renderChart renders the chart with helm and the given value flags and
+// returns the herald configuration its ConfigMap ships.
+func renderChart(t *testing.T, args ...string) string {
+	t.Helper()
 	helmBin, err := testenv.EnsureHelm(context.Background(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(helmBin, "template", "herald", "../../charts/herald", "-n", "herald", "--kube-version", "1.36.3",
-		"--set-json", fmt.Sprintf(`config.sinks=[{"name":"slack","webhook":{"url":"%s/herald"}}]`, hookURL),
-		"--set-json", "secrets=[]")
+	cmd := exec.Command(helmBin, append([]string{"template", "herald", "../../charts/herald", "-n", "herald", "--kube-version", "1.36.3"}, args...)...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helm template: %v", err)
+		t.Fatalf("helm template %v: %v\n%s", args, err, stderr.String())
 	}
 	for _, doc := range strings.Split(string(out), "\n---\n") {
 		var cm struct {

@@ -111,7 +111,11 @@ func TestChartRBACIsEnough(t *testing.T) {
 	}
 
 	// The chart grants the kinds of its values' rules, no more.
-	extra := strings.Replace(chartConfig, "rules:\n", "rules:\n- name: sts\n  kind: StatefulSet\n  detector: unavailable\n  sinks: [slack]\n", 1)
+	// (The top-level rules: list, not inhibit's.)
+	extra := strings.Replace(chartConfig, "\nrules:\n", "\nrules:\n- name: sts\n  kind: StatefulSet\n  detector: unavailable\n  sinks: [slack]\n", 1)
+	if extra == chartConfig {
+		t.Fatalf("no top-level rules: in the chart's configuration:\n%s", chartConfig)
+	}
 	_, badOut, badDone := run("extra", extra)
 	select {
 	case err := <-badDone:

@@ -45,10 +45,21 @@ func helm(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
+// TestLint: helm lint --strict with the default values and with each
+// example values file.
 func TestLint(t *testing.T) {
 	out, err := helm(t, "lint", "--strict", chartDir)
 	if err != nil {
 		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+	files, err := filepath.Glob("../../examples/chart/*.yaml")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("example values files: %v %v", files, err)
+	}
+	for _, file := range files {
+		if out, err := helm(t, "lint", "--strict", chartDir, "-f", file); err != nil {
+			t.Errorf("helm lint --strict -f %s: %v\n%s", file, err, out)
+		}
 	}
 }
 
@@ -136,6 +147,20 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{[]string{"--set-json", `config.sinks=[{"name":"pd","pagerduty":{}}]`}, "at '/config/sinks/0/pagerduty': missing property 'routingKey'"},
 		{[]string{"--set-json", `config.sinks=[{"name":"am","alertmanager":{"urls":["alertmanager:9093"]}}]`}, "at '/config/sinks/0/alertmanager/urls/0'"},
 		{[]string{"--set-json", `config.rules=[{"name":"r","kind":"Pod","detecter":"crashloop","sinks":["slack"]}]`}, "additional properties 'detecter' not allowed"},
+		// Typos at the top level and in config, as values.yaml and
+		// config.Config spell them (TestSchemaKnowsEveryKey).
+		{[]string{"--set", "slack.chanel=#x"}, "at '/slack': additional properties 'chanel' not allowed"},
+		{[]string{"--set", "clustername=prod"}, "additional properties 'clustername' not allowed"},
+		{[]string{"--set", "config.clustername=prod"}, "at '/config': additional properties 'clustername' not allowed"},
+		{[]string{"--set", "image.tagg=1.0"}, "at '/image': additional properties 'tagg' not allowed"},
+		{[]string{"--set", "metrics.serviceMonitor.enable=true"}, "at '/metrics/serviceMonitor': additional properties 'enable' not allowed"},
+		{[]string{"--set-json", `extraRules=[{"name":"r","kind":"Pod","detecter":"crashloop"}]`}, "at '/extraRules/0': additional properties 'detecter' not allowed"},
+		{[]string{"--set-json", `routes=[{"name":"r","to":[{"sink":"slack","mention":["@payments"]}]}]`}, "at '/routes/0/to/0/mention/0'"},
+		{[]string{"--set-json", `routes=[{"name":"r","match":{"team":["payments"]},"to":[{"sink":"slack"}]}]`}, "additional properties 'team' not allowed"},
+		// What the schema cannot say, the templates refuse.
+		{[]string{"--set-json", `extraRules=[{"name":"pod-crashloop","kind":"Pod","detector":"crashloop"}]`}, "rule pod-crashloop is defined twice"},
+		{[]string{"--set-json", `routes=[{"name":"a","to":[{"sink":"slack"}]}]`, "--set-json", `config.routes=[{"name":"b","to":[{"sink":"slack"}]}]`}, "routes and config.routes are both set"},
+		{[]string{"--set-json", `extraRules=[{"name":"tls-expiry","kind":"Secret","condition":"true"}]`}, "rule tls-expiry watches Secrets"},
 	} {
 		out, err := helm(t, append([]string{"template", "herald", chartDir, "--kube-version", "1.36.0"}, tt.args...)...)
 		if err == nil || !strings.Contains(out, tt.want) {
@@ -214,10 +239,31 @@ func TestDryRunAndInstall(t *testing.T) {
 
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	env.WriteKubeconfig(kc)
-	if out, err := helm(t, "install", "herald", chartDir, "-n", "herald", "--kubeconfig", kc); err != nil {
+	out, err := helm(t, "install", "herald", chartDir, "-n", "herald", "--kubeconfig", kc)
+	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	// The notes name the channels the bot must be invited to.
+	if !strings.Contains(out, "/invite @herald in #alerts (docs/slack.md)") {
+		t.Errorf("helm install's notes do not say to invite the bot to #alerts:\n%s", out)
 	}
 	if _, err := client.AppsV1().Deployments("herald").Get(ctx, "herald", metav1.GetOptions{}); err != nil {
 		t.Errorf("installed Deployment: %v", err)
+	}
+}
+
+// TestExtraRulesGrantTheirKinds: the ClusterRole follows the rules the
+// ConfigMap ships, extraRules included.
+func TestExtraRulesGrantTheirKinds(t *testing.T) {
+	out, err := helm(t, "template", "herald", chartDir, "--kube-version", "1.36.0",
+		"--set-json", `extraRules=[{"name":"sts","kind":"StatefulSet","detector":"unavailable"}]`)
+	if err != nil {
+		t.Fatal(out)
+	}
+	if !strings.Contains(out, "apiGroups: [\"apps\"]\n    resources: [\"statefulsets\"]") {
+		t.Errorf("an extra rule on StatefulSets: the ClusterRole does not grant them:\n%s", out)
+	}
+	if !strings.Contains(out, "name: sts\n") {
+		t.Error("the extra rule is not in the ConfigMap")
 	}
 }

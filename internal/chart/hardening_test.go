@@ -168,3 +168,26 @@ func TestImageDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestEgressPolicyReachesDestinations: the named destinations routes may
+// choose (config/routes.go) are reachable too: a URL's port, 443 for one
+// read from a Secret.
+func TestEgressPolicyReachesDestinations(t *testing.T) {
+	sinks := `config.sinks=[{"name":"slack","slack":{"token":{"file":"/x"},"channel":"#a"}},` +
+		`{"name":"hook","webhook":{"url":"https://hooks.example.com/x","destinations":{"payments":{"url":"https://pay.example.com:9443/x"}}}},` +
+		`{"name":"teams","teams":{"url":"https://teams.example.com/x","destinations":{"search":{"urlFrom":{"file":"/z"}}}}}]`
+	nps := networkPolicies(t, "--set", "networkPolicy.egress.enabled=true", "--set-json", sinks, "--set", "networkPolicy.egress.apiServerPorts={6443}")
+	if len(nps) != 1 {
+		t.Fatalf("want one NetworkPolicy: %+v", nps)
+	}
+	public := netip.MustParseAddr("203.0.113.7")
+	if !allows(nps[0], public, 9443) {
+		t.Error("egress to the webhook destination's port 9443 is not allowed")
+	}
+	if !allows(nps[0], public, 443) {
+		t.Error("egress to 443 (Slack, and the Teams destination read from a Secret) is not allowed")
+	}
+	if allows(nps[0], public, 8443) {
+		t.Error("egress to port 8443, which nothing uses, is allowed")
+	}
+}

@@ -31,10 +31,13 @@ var (
 	herald *heraldProcess
 )
 
-// The chart's default rules (charts/herald/values.yaml), with shorter
-// waits where the defaults would only make the tests slow: image-pull's
-// and node-not-ready's `for` (2m, 1m) and the resolve hold-down (30s).
-// Crash context is on, as by default.
+// Seven of the chart's default rules (charts/herald/values.yaml), with
+// shorter waits where the defaults would only make the tests slow:
+// image-pull's and node-not-ready's `for` (2m, 1m) and the resolve
+// hold-down (30s). Crash context is on, as by default. Not here (yet):
+// pod-pending, deployment-unavailable, job-failed, node-pressure and the
+// chart's inhibitions (cmd/herald's TestChartDefaultsWorkloadRules runs
+// them on the test control plane).
 const heraldConfig = `
 incidents:
   updateInterval: 30s

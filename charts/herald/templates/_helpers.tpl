@@ -56,3 +56,42 @@ else by tag. */}}
 {{ toYaml .anywhere }}
 {{- end -}}
 {{- end -}}
+
+{{/* herald's configuration as the ConfigMap ships it: `config` with the
+top-level values folded in. clusterName fills config.clusterName unless
+config names one; extraRules are appended to config.rules (Helm replaces
+lists whole, so adding to them in values would mean copying the
+defaults); a rule that names no sinks gets defaultSinks; routes become
+config.routes (one or the other: the order of routes decides); a Slack
+bot-token sink without a channel gets slack.channel. */}}
+{{- define "herald.config" -}}
+{{- $cfg := deepCopy (.Values.config | default dict) -}}
+{{- if and .Values.clusterName (not $cfg.clusterName) -}}
+{{- $_ := set $cfg "clusterName" .Values.clusterName -}}
+{{- end -}}
+{{- $rules := concat ($cfg.rules | default list) (deepCopy (.Values.extraRules | default list)) -}}
+{{- $names := dict -}}
+{{- range $rules -}}
+{{- if hasKey $names (toString .name) -}}
+{{- fail (printf "rule %s is defined twice: an entry of extraRules has the name of a rule in config.rules (or of another in extraRules); rename it" .name) -}}
+{{- end -}}
+{{- $_ := set $names (toString .name) true -}}
+{{- if and (not .sinks) $.Values.defaultSinks -}}
+{{- $_ := set . "sinks" $.Values.defaultSinks -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $cfg "rules" $rules -}}
+{{- if .Values.routes -}}
+{{- if $cfg.routes -}}
+{{- fail "routes and config.routes are both set: routes are tried in order, so give them in one place" -}}
+{{- end -}}
+{{- $_ := set $cfg "routes" .Values.routes -}}
+{{- end -}}
+{{- $channel := (.Values.slack | default dict).channel -}}
+{{- range $cfg.sinks -}}
+{{- if and $channel .slack .slack.token (not .slack.channel) -}}
+{{- $_ := set .slack "channel" $channel -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $cfg -}}
+{{- end -}}
