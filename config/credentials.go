@@ -92,6 +92,14 @@ func (c *Config) validateCredentials(p string, s *Sink, add func(string, string,
 		} else {
 			plainCredentials(p+".webhook.url", w.URL, what, w.Insecure, add)
 		}
+		// A destination gets the same headers.
+		for _, name := range slices.Sorted(maps.Keys(w.Destinations)) {
+			if d := w.Destinations[name]; d != nil && d.URLFrom != nil {
+				plainCredentials(p+".webhook.destinations."+name+".urlFrom", d.URLFrom.resolved.Reveal(), what, w.Insecure, add)
+			} else if d != nil {
+				plainCredentials(p+".webhook.destinations."+name+".url", d.URL, what, w.Insecure, add)
+			}
+		}
 	}
 	if a := s.Alertmanager; a != nil {
 		what := ""

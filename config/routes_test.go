@@ -102,3 +102,21 @@ func TestSinkDestinationsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestDestinationCredentialsOverHTTP: a webhook destination gets the
+// sink's headers, so an Authorization header is refused over http:// to
+// a destination as to the sink's own URL.
+func TestDestinationCredentialsOverHTTP(t *testing.T) {
+	cfg := `rules: [{name: r, kind: Pod, detector: crashloop, sinks: [hook]}]
+sinks:
+  - name: hook
+    webhook:
+      url: https://example.invalid/a
+      headers: {Authorization: "Bearer x"}
+      destinations: {team: {url: "http://example.invalid/b"}}
+`
+	_, err := Parse("c.yaml", []byte(cfg))
+	if err == nil || !strings.Contains(err.Error(), "sinks[0].webhook.destinations.team.url: sends the Authorization header over plain http://") {
+		t.Fatalf("want the destination's plain http refused, got %v", err)
+	}
+}
