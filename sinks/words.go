@@ -207,3 +207,98 @@ func Age(n incident.Notification, now time.Time) string {
 	}
 	return "for " + Duration(now.Sub(n.Incident.FirstSeen))
 }
+
+// Fact is one labelled value of a message's facts.
+type Fact struct{ Title, Value string }
+
+// Facts are the labelled facts a message shows below its lead: only what
+// the headline and the one sentence (Detail) do not already say, with
+// titles for people ("Exit code", not exitCode).
+func Facts(n incident.Notification, now time.Time) []Fact {
+	inc := n.Incident
+	detail := Detail(inc)
+	var out []Fact
+	add := func(title, value string) {
+		if value != "" {
+			out = append(out, Fact{title, value})
+		}
+	}
+	add("Container", inc.Container)
+	if !strings.Contains(detail, inc.Facts["image"]) {
+		add("Image", inc.Facts["image"])
+	}
+	if !strings.Contains(detail, "restarted") {
+		add("Restarts", inc.Facts["restartCount"])
+	}
+	if !strings.Contains(detail, "exit code") {
+		add("Exit code", inc.Facts["exitCode"])
+	}
+	if inc.Grouped && len(inc.Members) > 0 {
+		pods := make([]string, len(inc.Members))
+		for i, m := range inc.Members {
+			pods[i] = m[strings.LastIndex(m, "/")+1:]
+		}
+		more := ""
+		if rest := inc.MemberCount - len(pods); rest > 0 {
+			more = fmt.Sprintf(", … and %d more", rest)
+		}
+		add("Pods", strings.Join(pods, ", ")+more)
+	}
+	if c := n.Context; c != nil && c.Node != nil {
+		node := c.Node.Name
+		if len(c.Node.Conditions) > 0 {
+			node += " (" + strings.Join(c.Node.Conditions, ", ") + ")"
+		}
+		add("Node", node)
+	}
+	add("Severity", inc.Severity)
+	if !inc.FirstSeen.IsZero() && n.Transition != incident.Repeat {
+		add("Started", Ago(inc.FirstSeen, now))
+	}
+	return out
+}
+
+// Termination is the container's termination message, unless the log
+// lines shown already end with it (terminationMessagePolicy
+// FallbackToLogsOnError makes it the last log line).
+func Termination(n incident.Notification) string {
+	last := strings.TrimSpace(n.Incident.Facts["lastMessage"])
+	if c := n.Context; last != "" && c != nil && c.Logs != nil && len(c.Logs.Lines) > 0 {
+		if strings.TrimSpace(c.Logs.Lines[len(c.Logs.Lines)-1]) == last {
+			return ""
+		}
+	}
+	return last
+}
+
+// MaxLogLines is how many log lines a message's first screen shows: the
+// last few say why a container died; the rest is what kubectl logs is
+// for.
+const MaxLogLines = 5
+
+// LastLines are the log lines a message shows, and whether older ones
+// were cut.
+func LastLines(l *incident.Logs) (lines []string, truncated bool) {
+	if l == nil {
+		return nil, false
+	}
+	if len(l.Lines) > MaxLogLines {
+		return l.Lines[len(l.Lines)-MaxLogLines:], true
+	}
+	return l.Lines, l.Truncated
+}
+
+// LogsHead says whose log lines these are: "the crashed app container
+// (pod shop/x)", the pod named only when it is not the incident's object.
+func LogsHead(n incident.Notification) string {
+	c := n.Context
+	which := "current"
+	if c.Logs.Previous {
+		which = "crashed"
+	}
+	s := "the " + which + " " + c.Logs.Container + " container"
+	if c.Pod != "" && c.Pod != Where(n.Incident) {
+		s += " (pod " + c.Pod + ")"
+	}
+	return s
+}

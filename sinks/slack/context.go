@@ -12,10 +12,6 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 )
 
-// maxLogLines is how many log lines the first screen shows: the last few
-// say why a container died; the rest is what kubectl logs is for.
-const maxLogLines = 5
-
 // contextBlocks renders the crash context that belongs on the first
 // screen: the hint, the last log lines (a code block, newest at the
 // bottom, cut from the top to fit a section), and what could not be had.
@@ -37,10 +33,7 @@ func contextBlocks(n incident.Notification, now time.Time) []slack.Block {
 		if c.Pod != "" && c.Pod != sinks.Where(n.Incident) {
 			head += " (pod " + escape(c.Pod) + ")"
 		}
-		lines, truncated := l.Lines, l.Truncated
-		if len(lines) > maxLogLines {
-			lines, truncated = lines[len(lines)-maxLogLines:], true
-		}
+		lines, truncated := sinks.LastLines(l)
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(fitCode(head, lines, truncated)), nil, nil))
 	}
 	if c.Unavailable != "" {

@@ -132,7 +132,7 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 			blocks = append(blocks, slack.NewSectionBlock(nil, f, nil))
 		}
 		blocks = append(blocks, eventBlocks(n.Context, now)...)
-		if last := termination(n); last != "" {
+		if last := sinks.Termination(n); last != "" {
 			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(truncate("*Termination message*\n```"+escape(last)+"```", maxSection)), nil, nil))
 		}
 		var links []string
@@ -192,60 +192,13 @@ func lead(n incident.Notification, now time.Time) string {
 
 // fields are the facts the header and the lead do not already say.
 func fields(n incident.Notification, now time.Time) []*slack.TextBlockObject {
-	inc := n.Incident
-	detail := sinks.Detail(inc)
 	var out []*slack.TextBlockObject
-	field := func(label, value string) {
-		if value != "" && len(out) < maxFields {
-			out = append(out, mrkdwn(truncate(fmt.Sprintf("*%s*\n%s", label, escape(value)), maxField)))
+	for _, f := range sinks.Facts(n, now) {
+		if len(out) < maxFields {
+			out = append(out, mrkdwn(truncate("*"+f.Title+"*\n"+escape(f.Value), maxField)))
 		}
-	}
-	field("Container", inc.Container)
-	if !strings.Contains(detail, inc.Facts["image"]) {
-		field("Image", inc.Facts["image"])
-	}
-	if !strings.Contains(detail, "restarted") {
-		field("Restarts", inc.Facts["restartCount"])
-	}
-	if !strings.Contains(detail, "exit code") {
-		field("Exit code", inc.Facts["exitCode"])
-	}
-	if inc.Grouped && len(inc.Members) > 0 {
-		pods := make([]string, len(inc.Members))
-		for i, m := range inc.Members {
-			pods[i] = m[strings.LastIndex(m, "/")+1:]
-		}
-		more := ""
-		if rest := inc.MemberCount - len(pods); rest > 0 {
-			more = fmt.Sprintf("\n… and %d more", rest)
-		}
-		field("Pods", strings.Join(pods, "\n")+more)
-	}
-	if c := n.Context; c != nil && c.Node != nil {
-		node := c.Node.Name
-		if len(c.Node.Conditions) > 0 {
-			node += " (" + strings.Join(c.Node.Conditions, ", ") + ")"
-		}
-		field("Node", node)
-	}
-	field("Severity", inc.Severity)
-	if !inc.FirstSeen.IsZero() && n.Transition != incident.Repeat {
-		field("Started", sinks.Ago(inc.FirstSeen, now))
 	}
 	return out
-}
-
-// termination is the container's termination message, unless the log
-// lines shown already end with it (FallbackToLogsOnError makes it the
-// last log line).
-func termination(n incident.Notification) string {
-	last := strings.TrimSpace(n.Incident.Facts["lastMessage"])
-	if c := n.Context; last != "" && c != nil && c.Logs != nil && len(c.Logs.Lines) > 0 {
-		if strings.TrimSpace(c.Logs.Lines[len(c.Logs.Lines)-1]) == last {
-			return ""
-		}
-	}
-	return last
 }
 
 // kubectlHint suggests the first command an operator would run.
