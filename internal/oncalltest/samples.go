@@ -12,8 +12,9 @@ import (
 // so the golden files of Slack, Teams and stdout can be read side by
 // side.
 type Sample struct {
-	// Name names the kind (and the golden file).
-	Name string
+	// Name names the kind (and the golden file); Title is its heading
+	// in docs/messages.md.
+	Name, Title string
 	// About says in a few words when herald sends it (docs/messages.md).
 	About string
 	Note  incident.Notification
@@ -49,14 +50,15 @@ func crashIncident() incident.Incident {
 	}
 }
 
-func crashContext(pod string) *incident.Context {
+// crashContext is what enrich gathers for a crash of pod seen at.
+func crashContext(pod string, at time.Time) *incident.Context {
 	return &incident.Context{
 		Hint: "Exit code 1: the program failed by itself; its last log lines usually say why.",
 		Pod:  pod,
 		Logs: &incident.Logs{Container: "app", Previous: true, Truncated: true, Lines: crashLines},
 		Events: []incident.Event{
-			{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container app in pod " + pod, Count: 12, LastSeen: sampleStart.Add(11 * time.Minute)},
-			{Type: "Normal", Reason: "Pulled", Message: "Container image \"registry.example/shop/checkout:2.3.1\" already present on machine", Count: 6, LastSeen: sampleStart.Add(10 * time.Minute)}},
+			{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container app in pod " + pod, Count: 12, LastSeen: at.Add(-time.Minute)},
+			{Type: "Normal", Reason: "Pulled", Message: "Container image \"registry.example/shop/checkout:2.3.1\" already present on machine", Count: 6, LastSeen: at.Add(-2 * time.Minute)}},
 		Node: &incident.Node{Name: "node-7"},
 	}
 }
@@ -68,12 +70,18 @@ func Samples() []Sample {
 		return incident.Notification{Incident: inc, Transition: tr, Seq: seq, Time: t}
 	}
 	var out []Sample
+	titles := map[string]string{
+		"firing": "Firing", "updated": "Updated", "repeat": "Repeat (still firing)", "resolved": "Resolved",
+		"resolved-deleted": "Resolved: the object was deleted", "silenced": "Muted (silenced)", "unmuted": "Unmuted",
+		"grouped": "Grouped workload", "image-pull": "Image pull", "config-error": "Missing Secret or ConfigMap",
+		"inhibiting": "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
+	}
 	add := func(name, about string, n incident.Notification) {
-		out = append(out, Sample{Name: name, About: about, Note: n, Now: n.Time})
+		out = append(out, Sample{Name: name, Title: titles[name], About: about, Note: n, Now: n.Time})
 	}
 
 	firing := note(crashIncident(), incident.Firing, 1, at(12*time.Minute))
-	firing.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q")
+	firing.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", firing.Time)
 	add("firing", "a new incident, with its crash context", firing)
 
 	inc := crashIncident()
@@ -113,8 +121,8 @@ func Samples() []Sample {
 		Members:  []string{"Pod/shop/checkout-7d9f8b6c5-4kq2z", "Pod/shop/checkout-7d9f8b6c5-m8d1w", "Pod/shop/checkout-7d9f8b6c5-x2x9q"},
 		Mentions: []string{"S0PAYMENTS"}, RunbookURL: "https://runbooks.example.com/crashloop",
 	}
-	g := note(grouped, incident.Firing, 1, at(3*time.Minute))
-	g.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q")
+	g := note(grouped, incident.Firing, 1, at(13*time.Minute))
+	g.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", g.Time)
 	add("grouped", "the chart's default rules group a workload's pods: one incident for the workload", g)
 
 	pull := incident.Incident{
