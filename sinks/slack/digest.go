@@ -13,7 +13,8 @@ import (
 
 // ThreadNote is the short reply posted in the incident's thread when it
 // changes: the message above is edited to the new state, and the thread
-// keeps the story.
+// keeps the story. A repeat's mentions are here: Slack notifies no one of
+// a mention an edit adds.
 func ThreadNote(n incident.Notification, now time.Time) string {
 	var s string
 	switch {
@@ -33,7 +34,11 @@ func ThreadNote(n incident.Notification, now time.Time) string {
 	default:
 		s = ":arrows_counterclockwise: " + sinks.Detail(n.Incident)
 	}
-	return truncate(escape(s), maxSection)
+	s = truncate(escape(s), maxSection)
+	if m := mentions(n); m != "" {
+		s += "\n" + m
+	}
+	return s
 }
 
 // RenderDigest lists many notifications in one message, within Slack's

@@ -126,8 +126,8 @@ func TestMentions(t *testing.T) {
 		}
 	}
 	n.Transition = incident.Repeat
-	if mentions(n) == "" {
-		t.Error("a repeat mentions nobody")
+	if note := ThreadNote(n, t0); !strings.HasSuffix(note, "\n<!subteam^S0TEAM> <@U0ALICE> <@W0BOB>") {
+		t.Errorf("a repeat's thread note %q does not mention (its edit of the message notifies no one)", note)
 	}
 }
 
