@@ -48,6 +48,12 @@ func plural(n int, one, many string) string {
 // incidents it explains, which What already says.
 func CoversChange(change string) bool { return strings.HasPrefix(change, "explains ") }
 
+var podsChange = regexp.MustCompile(`^\d+ → \d+ of \d+ pods$`)
+
+// saidByWhat: the change is one What already says (a grouped incident's
+// pod count, the incidents it explains), so a headline need not repeat it.
+func saidByWhat(change string) bool { return CoversChange(change) || podsChange.MatchString(change) }
+
 // Headline is the push text: what a phone's lock screen and a screen
 // reader say, so it leads with the cluster and the object, then what
 // happened ("prod-eu · shop/checkout: CrashLoopBackOff (3/10 pods)").
@@ -77,7 +83,7 @@ func State(n incident.Notification, now time.Time) string {
 		return What(inc) + ", no longer muted"
 	case n.Transition == incident.Repeat:
 		return What(inc) + " for " + Duration(now.Sub(inc.FirstSeen))
-	case n.Transition == incident.Updated && n.Change != "" && !CoversChange(n.Change):
+	case n.Transition == incident.Updated && n.Change != "" && !saidByWhat(n.Change):
 		return What(inc) + " · " + n.Change
 	}
 	return What(inc)

@@ -73,7 +73,7 @@ func Samples() []Sample {
 	titles := map[string]string{
 		"firing": "Firing", "updated": "Updated", "repeat": "Repeat (still firing)", "resolved": "Resolved",
 		"resolved-deleted": "Resolved: the object was deleted", "silenced": "Muted (silenced)", "unmuted": "Unmuted",
-		"grouped": "Grouped workload", "image-pull": "Image pull", "config-error": "Missing Secret or ConfigMap",
+		"grouped": "Grouped workload", "grouped-updated": "Grouped workload, updated", "image-pull": "Image pull", "config-error": "Missing Secret or ConfigMap",
 		"inhibiting": "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
 	}
 	add := func(name, about string, n incident.Notification) {
@@ -124,6 +124,11 @@ func Samples() []Sample {
 	g := note(grouped, incident.Firing, 1, at(13*time.Minute))
 	g.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", g.Time)
 	add("grouped", "the chart's default rules group a workload's pods: one incident for the workload", g)
+
+	grouped.MemberCount, grouped.Title = 10, "CrashLoopBackOff: Deployment shop/checkout: 10/10 pods (container app)"
+	gu := note(grouped, incident.Updated, 2, at(14*time.Minute))
+	gu.Change = "3 → 10 of 10 pods"
+	add("grouped-updated", "more of the workload's pods have the problem (paced: one update per updateInterval)", gu)
 
 	pull := incident.Incident{
 		ID: "1ma9e0000000pull-1", Occurrence: 1, Fingerprint: "1ma9e0000000pull", Rule: "pod-image-pull", Severity: "warning", Reason: "ImagePullBackOff",

@@ -80,6 +80,9 @@ func Format(n incident.Notification, cluster string, now time.Time) string {
 	case n.Unmuted != "":
 		text += " — " + n.Unmuted + " ended" + withDetail(inc)
 	default:
+		if n.Change != "" && !strings.Contains(text, n.Change) && !sinks.CoversChange(n.Change) {
+			text += " — " + n.Change // the headline says only what it is now
+		}
 		text += withDetail(inc)
 	}
 	line := fmt.Sprintf("%s %-8s %-8s %s  [rule=%s id=%s]",
