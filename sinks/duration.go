@@ -1,37 +1,15 @@
 package sinks
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
 )
 
-// Duration says d the way a person reads it in a channel: "45 s",
-// "12 min", "3 h 20 min", "2 d 4 h". Two units at most, the smaller one
-// dropped when it is zero: the precision of "12m0s" (Go's) or
-// "3h20m17.25s" is noise in an alert, and every sink uses this one, so a
-// duration reads the same in Slack, Teams and a terminal.
-func Duration(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d/time.Minute))
-	case d < 24*time.Hour:
-		return twoUnits(int(d/time.Hour), "h", int(d%time.Hour/time.Minute), "min")
-	}
-	return twoUnits(int(d/(24*time.Hour)), "d", int(d%(24*time.Hour)/time.Hour), "h")
-}
-
-func twoUnits(big int, bigUnit string, small int, smallUnit string) string {
-	if small == 0 {
-		return fmt.Sprintf("%d %s", big, bigUnit)
-	}
-	return fmt.Sprintf("%d %s %d %s", big, bigUnit, small, smallUnit)
-}
+// Duration says d as people read it ("12 min", "3 h 20 min"): every sink
+// says durations with it, so one reads the same everywhere. The words are
+// incident.Duration's, which an update's change uses too.
+func Duration(d time.Duration) string { return incident.Duration(d) }
 
 // Ago is how long before now t was: "1 min ago".
 func Ago(t, now time.Time) string { return Duration(now.Sub(t)) + " ago" }
