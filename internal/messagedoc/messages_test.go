@@ -49,7 +49,7 @@ func TestMessagesDoc(t *testing.T) {
 
 		var push, msg string
 		if s.Note.Transition == incident.Digest {
-			m := slack.RenderDigest(s.Note.Digest, oncalltest.SampleCluster)
+			m := slack.RenderStartup(s.Note, oncalltest.SampleCluster)
 			push, msg = m.Text, slackMessage(m.Blocks)
 		} else {
 			m := slack.Render(s.Note, oncalltest.SampleCluster, s.Now)

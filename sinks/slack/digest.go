@@ -41,11 +41,21 @@ func ThreadNote(n incident.Notification, now time.Time) string {
 	return s
 }
 
-// RenderDigest lists many notifications in one message, within Slack's
-// limits: what does not fit is counted ("… and 37 more"). Each line says
-// where and what, like a message's header, and the one sentence.
+// RenderDigest lists many notifications in one message (a storm under
+// the rate limit), within Slack's limits: what does not fit is counted
+// ("… and 37 more"). Each line says where and what, like a message's
+// header, and the one sentence.
 func RenderDigest(ns []incident.Notification, cluster string) Message {
-	title := fmt.Sprintf("herald: %d notifications", len(ns))
+	return renderDigest(fmt.Sprintf("herald: %d notifications", len(ns)), ns, cluster)
+}
+
+// RenderStartup is the digest of what was already open at herald's first
+// start (a Digest notification), titled as the other sinks title it.
+func RenderStartup(n incident.Notification, cluster string) Message {
+	return renderDigest(sinks.DigestTitle(n), n.Digest, cluster)
+}
+
+func renderDigest(title string, ns []incident.Notification, cluster string) Message {
 	if cluster != "" {
 		title = cluster + " · " + title
 	}

@@ -78,7 +78,7 @@ func (s *Sink) channel(n incident.Notification) string {
 // Send implements sinks.Sink.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if n.Transition == incident.Digest {
-		return s.SendBatch(ctx, n.Digest)
+		return s.postDigest(ctx, RenderStartup(n, s.opts.ClusterName))
 	}
 	msg := Render(n, s.opts.ClusterName, s.now())
 	if s.api == nil {
@@ -113,7 +113,10 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 // SendBatch implements sinks.BatchSender: one digest message for many
 // notifications (a first start, or a storm under the rate limit).
 func (s *Sink) SendBatch(ctx context.Context, ns []incident.Notification) error {
-	msg := RenderDigest(ns, s.opts.ClusterName)
+	return s.postDigest(ctx, RenderDigest(ns, s.opts.ClusterName))
+}
+
+func (s *Sink) postDigest(ctx context.Context, msg Message) error {
 	if s.api == nil {
 		return s.postWebhook(ctx, msg)
 	}

@@ -66,7 +66,7 @@ func TestRenderGolden(t *testing.T) {
 			var msg Message
 			thread := ""
 			if s.Note.Transition == incident.Digest {
-				msg = RenderDigest(s.Note.Digest, oncalltest.SampleCluster)
+				msg = RenderStartup(s.Note, oncalltest.SampleCluster)
 			} else {
 				msg = Render(s.Note, oncalltest.SampleCluster, s.Now)
 			}
