@@ -101,12 +101,13 @@ func Lasted(n incident.Notification, now time.Time) time.Duration {
 // titlePrefix matches the default title a finding's text begins with
 // ("CrashLoopBackOff: Pod shop/web container app: "): the text of a
 // grouped incident is one pod's, whose title is not the incident's.
-var titlePrefix = regexp.MustCompile(`^[A-Za-z]+: [A-Za-z]+ \S+( container \S+)?: `)
+var titlePrefix = regexp.MustCompile(`^[A-Za-z]+: [A-Za-z]+ (\S+)( container \S+)?: `)
 
 // Detail is the incident's text without the title it repeats: the
 // detector's sentence ("restarted 5 times, last exit code 1 (Error)"),
 // or a rule's own text as it is. Empty when the text says no more than
-// the title.
+// the title. A grouped incident's text is one pod's: the sentence then
+// names the pod, so that no one reads a pod's restarts as the workload's.
 func Detail(inc incident.Incident) string {
 	t := inc.Text
 	switch {
@@ -115,8 +116,12 @@ func Detail(inc incident.Incident) string {
 	case strings.HasPrefix(t, inc.Title+": "):
 		return strings.TrimPrefix(t, inc.Title+": ")
 	case strings.HasPrefix(t, inc.Reason+": "):
-		if loc := titlePrefix.FindStringIndex(t); loc != nil {
-			return t[loc[1]:]
+		if m := titlePrefix.FindStringSubmatchIndex(t); m != nil {
+			if inc.Grouped {
+				obj := t[m[2]:m[3]]
+				return obj[strings.LastIndex(obj, "/")+1:] + ": " + t[m[1]:]
+			}
+			return t[m[1]:]
 		}
 	}
 	return t

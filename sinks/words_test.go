@@ -13,13 +13,16 @@ import (
 // the default title of the pod whose text it carries — and a rule's own
 // text as it is.
 func TestDetail(t *testing.T) {
-	for _, c := range []struct{ reason, title, text, want string }{
-		{"CrashLoopBackOff", "CrashLoopBackOff: Pod shop/web container app", "CrashLoopBackOff: Pod shop/web container app: restarted 5 times", "restarted 5 times"},
-		{"CrashLoopBackOff", "CrashLoopBackOff: Deployment shop/web: 3/10 pods (container app)", "CrashLoopBackOff: Pod shop/web-1 container app: restarted 2 times", "restarted 2 times"},
-		{"NodeNotReady", "NodeNotReady: Node n1", "NodeNotReady: Node n1", ""},
-		{"WidgetBroken", "Widget w is broken", "The widget w lost its spring: replace it", "The widget w lost its spring: replace it"},
+	for _, c := range []struct {
+		reason, title, text, want string
+		grouped                   bool
+	}{
+		{"CrashLoopBackOff", "CrashLoopBackOff: Pod shop/web container app", "CrashLoopBackOff: Pod shop/web container app: restarted 5 times", "restarted 5 times", false},
+		{"CrashLoopBackOff", "CrashLoopBackOff: Deployment shop/web: 3/10 pods (container app)", "CrashLoopBackOff: Pod shop/web-1 container app: restarted 2 times", "web-1: restarted 2 times", true},
+		{"NodeNotReady", "NodeNotReady: Node n1", "NodeNotReady: Node n1", "", false},
+		{"WidgetBroken", "Widget w is broken", "The widget w lost its spring: replace it", "The widget w lost its spring: replace it", false},
 	} {
-		inc := incident.Incident{Reason: c.reason, Title: c.title, Text: c.text}
+		inc := incident.Incident{Reason: c.reason, Title: c.title, Text: c.text, Grouped: c.grouped}
 		if got := Detail(inc); got != c.want {
 			t.Errorf("Detail(%q) = %q, want %q", c.text, got, c.want)
 		}
