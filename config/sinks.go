@@ -100,7 +100,8 @@ type SlackSink struct {
 type NATSSink struct {
 	URL string `yaml:"url"`
 	// Subject template; {namespace}, {kind}, {name}, {reason}, {rule},
-	// {severity} and {transition} are replaced, sanitised to one token.
+	// {severity}, {transition} and {cluster} (the top-level clusterName)
+	// are replaced, sanitised to one token.
 	// Default herald.{namespace}.{kind}.{reason}.
 	Subject string `yaml:"subject"`
 	// JetStream waits for the stream's acknowledgement and sets

@@ -17,20 +17,26 @@ type Payload struct {
 	Version string `json:"version"`
 	// ID is the idempotency key: the same notification delivered twice
 	// has the same ID.
-	ID         string            `json:"id"`
-	Transition string            `json:"transition"`
-	Seq        int               `json:"seq"`
-	Time       time.Time         `json:"time"`
-	Incident   PayloadIncident   `json:"incident"`
-	Object     PayloadObject     `json:"object"`
-	Container  string            `json:"container,omitempty"`
-	Title      string            `json:"title"`
-	Text       string            `json:"text"`
-	Facts      map[string]string `json:"facts,omitempty"`
+	ID         string    `json:"id"`
+	Transition string    `json:"transition"`
+	Seq        int       `json:"seq"`
+	Time       time.Time `json:"time"`
+	// Cluster is the configuration's clusterName (omitted when unset):
+	// receivers that hear from many clusters tell them apart by it.
+	Cluster   string            `json:"cluster,omitempty"`
+	Incident  PayloadIncident   `json:"incident"`
+	Object    PayloadObject     `json:"object"`
+	Container string            `json:"container,omitempty"`
+	Title     string            `json:"title"`
+	Text      string            `json:"text"`
+	Facts     map[string]string `json:"facts,omitempty"`
 	// Change says what an update changed since the incident's previous
 	// notification ("2 → 10 of 10 pods", "restarts 5 → 25", "flapping:
 	// …"); updates are paced, so one update may merge many changes.
 	Change string `json:"change,omitempty"`
+	// Unmuted names what had muted the incident when this is the first
+	// notification since that mute ended (the last one said silenced).
+	Unmuted string `json:"unmuted,omitempty"`
 	// Context is the crash context: log lines, events, node, hint
 	// (docs/payload.md).
 	Context *incident.Context `json:"context,omitempty"`
@@ -51,6 +57,9 @@ type PayloadIncident struct {
 	Flapping bool `json:"flapping,omitempty"`
 	// RunbookURL is the rule's runbook link for this problem.
 	RunbookURL string `json:"runbookURL,omitempty"`
+	// Ended says how a resolved incident ended: "recovered" (the object
+	// no longer has the problem) or "deleted" (it is gone).
+	Ended string `json:"ended,omitempty"`
 }
 
 // PayloadObject names the Kubernetes object.
@@ -61,7 +70,19 @@ type PayloadObject struct {
 	UID       string `json:"uid"`
 }
 
-// NewPayload builds the payload of n.
+// NewPayloadIn builds the payload of n from the named cluster: the
+// digest's members say it too, so each stands on its own when a receiver
+// splits a digest.
+func NewPayloadIn(n incident.Notification, cluster string) Payload {
+	p := NewPayload(n)
+	p.Cluster = cluster
+	for i := range p.Digest {
+		p.Digest[i].Cluster = cluster
+	}
+	return p
+}
+
+// NewPayload builds the payload of n, without a cluster.
 func NewPayload(n incident.Notification) Payload {
 	if n.Transition == incident.Digest {
 		p := Payload{Version: PayloadVersion, ID: n.ID(), Transition: string(n.Transition), Time: n.Time.UTC(),
@@ -80,7 +101,7 @@ func NewPayload(n incident.Notification) Payload {
 		Time:       n.Time.UTC(),
 		Incident: PayloadIncident{
 			ID: inc.ID, Fingerprint: inc.Fingerprint, Rule: inc.Rule, Severity: inc.Severity,
-			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(), Flapping: inc.Flapping, RunbookURL: inc.RunbookURL,
+			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(), Flapping: inc.Flapping, RunbookURL: inc.RunbookURL, Ended: inc.Ended,
 		},
 		Object:    PayloadObject{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name, UID: inc.Object.UID},
 		Container: inc.Container,
@@ -88,6 +109,7 @@ func NewPayload(n incident.Notification) Payload {
 		Text:      inc.Text,
 		Facts:     inc.Facts,
 		Change:    n.Change,
+		Unmuted:   n.Unmuted,
 		Context:   n.Context,
 	}
 }

@@ -30,6 +30,7 @@ func (p *Payload) AppendJSON(b []byte) ([]byte, error) {
 	if b, err = appendTime(b, p.Time); err != nil {
 		return nil, err
 	}
+	b = appendOptional(b, `,"cluster":`, p.Cluster)
 	b = append(b, `,"incident":{"id":`...)
 	in := &p.Incident
 	b = appendString(b, in.ID)
@@ -49,6 +50,7 @@ func (p *Payload) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"flapping":true`...)
 	}
 	b = appendOptional(b, `,"runbookURL":`, in.RunbookURL)
+	b = appendOptional(b, `,"ended":`, in.Ended)
 	b = append(b, `},"object":{"kind":`...)
 	b = appendString(b, p.Object.Kind)
 	b = appendOptional(b, `,"namespace":`, p.Object.Namespace)
@@ -80,6 +82,7 @@ func (p *Payload) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, '}')
 	}
 	b = appendOptional(b, `,"change":`, p.Change)
+	b = appendOptional(b, `,"unmuted":`, p.Unmuted)
 	if p.Context != nil {
 		b = append(b, `,"context":`...)
 		if b, err = appendContext(b, p.Context); err != nil {

@@ -18,7 +18,10 @@ import (
 )
 
 // buildSinks makes every configured sink with its queue settings; close
-// releases their connections. replica is this process's leader-election
+// releases their connections. Every sink says which cluster it speaks
+// for: the chat and on-call sinks by their own clusterName (which the
+// top-level one defaults), the payload sinks and stdout by the top-level
+// clusterName. replica is this process's leader-election
 // identity, which webhooks carry as Herald-Replica.
 func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica string, logger *slog.Logger) (lanes []sinks.LaneOptions, close func(), err error) {
 	var closers []func()
@@ -58,6 +61,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 			s, err := webhook.New(webhook.Options{
 				Name: sc.Name, URL: urlOrSecret(w.URL, w.URLFrom), Destinations: destinations(w.Destinations), Timeout: w.Timeout, Headers: headers, UserAgent: userAgent, Replica: replica,
 				Secrets: secrets, CloudEvents: w.CloudEvents, TLS: tlsOpts(sc.Name, w.TLS), Body: w.Body, ContentType: w.ContentType,
+				ClusterName: cfg.ClusterName,
 			})
 			if err != nil {
 				return nil, close, err
@@ -74,6 +78,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 			s, err := natssink.New(natssink.Options{
 				Name: sc.Name, URL: n.URL, Subject: n.Subject, JetStream: n.JetStream, Timeout: n.Timeout,
 				CredsFile: secretFile(n.Creds), NKeySeedFile: secretFile(n.NKeySeed), TLS: tlsOpts(sc.Name, n.TLS), Logger: logger,
+				ClusterName: cfg.ClusterName,
 			})
 			if err != nil {
 				return nil, close, err
@@ -116,7 +121,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 			}
 			lane.Sink = s
 		case sc.Stdout != nil:
-			lane.Sink = stdout.New(sc.Name, sc.Stdout.Format, out)
+			lane.Sink = stdout.New(sc.Name, sc.Stdout.Format, cfg.ClusterName, out)
 		}
 		lanes = append(lanes, lane)
 	}

@@ -66,6 +66,9 @@ func cmdValidate(args []string, out, errOut io.Writer) int {
 		fmt.Fprintln(errOut, err)
 		return 1
 	}
+	for _, w := range configWarnings(cfg) {
+		fmt.Fprintf(errOut, "%s: warning: %s\n", *configPath, w)
+	}
 	if !*offline {
 		fmt.Fprintf(out, "%s: OK\n", *configPath)
 		return 0
@@ -78,4 +81,16 @@ func cmdValidate(args []string, out, errOut io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// configWarnings are what a valid configuration would be better without:
+// said by validate, never failing it (a CI pipeline's exit status stays
+// what the configuration's validity makes it).
+func configWarnings(cfg *config.Config) []string {
+	var out []string
+	if cfg.ClusterName == "" {
+		// A channel that hears from two clusters cannot tell them apart.
+		out = append(out, "clusterName is not set: messages will not say which cluster they come from")
+	}
+	return out
 }

@@ -86,7 +86,7 @@ func (t *Tracker) Undelivered() []Notification {
 		for _, p := range inc.Pending {
 			s := snapshot(inc)
 			s.Sinks = slices.Clone(p.Sinks)
-			out = append(out, Notification{Incident: s, Transition: p.Transition, Seq: p.Seq, Time: p.Time, Change: p.Change})
+			out = append(out, Notification{Incident: s, Transition: p.Transition, Seq: p.Seq, Time: p.Time, Change: p.Change, Unmuted: p.Unmuted})
 		}
 	}
 	slices.SortFunc(out, func(a, b Notification) int { return a.Time.Compare(b.Time) })

@@ -63,7 +63,7 @@ func (t *Tracker) markFlapping(inc *Incident, now time.Time) (string, bool) {
 	}
 	inc.Flapping = true
 	t.touch(inc)
-	return fmt.Sprintf("flapping: started %d times in %s; resolves after %s without the problem", n, f.Window, f.Quiet), true
+	return fmt.Sprintf("flapping: started %d times in %s; resolves after %s without the problem", n, Duration(f.Window), Duration(f.Quiet)), true
 }
 
 // FlappingByRule counts the open incidents marked flapping, by rule.

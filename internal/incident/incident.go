@@ -32,6 +32,16 @@ const (
 	Silenced Transition = "silenced"
 )
 
+// How an incident ended (Incident.Ended).
+const (
+	// EndedRecovered: the object is still there and no longer has the
+	// problem.
+	EndedRecovered = "recovered"
+	// EndedDeleted: the object (for a grouped incident, its last
+	// affected pod) was deleted.
+	EndedDeleted = "deleted"
+)
+
 // Incident is one problem on one object (and container), or on one
 // workload's pods when its rule groups by workload, from first sight until
 // it is over. It is what the ledger stores.
@@ -105,6 +115,10 @@ type Incident struct {
 	// incident then resolves only after the flapping quiet time.
 	Flapping   bool      `json:"flapping,omitempty"`
 	ResolvedAt time.Time `json:"resolved,omitzero"`
+	// Ended says how a resolved incident ended (EndedRecovered,
+	// EndedDeleted), so that its message can say so rather than repeat
+	// what was wrong.
+	Ended string `json:"ended,omitempty"`
 	// Pending lists notifications not yet accepted by every sink.
 	Pending []Pending `json:"pending,omitempty"`
 	// Channel routes chat sinks (the rule's, or a namespace's override).
@@ -149,6 +163,7 @@ type Pending struct {
 	Seq        int        `json:"seq"`
 	Transition Transition `json:"tr"`
 	Change     string     `json:"change,omitempty"`
+	Unmuted    string     `json:"unmuted,omitempty"`
 	Time       time.Time  `json:"time"`
 	Sinks      []string   `json:"sinks"`
 }
@@ -164,6 +179,11 @@ type Notification struct {
 	// Change says what an update (or a flapping mark) changed since the
 	// incident's previous notification: "2 → 10 of 10 pods".
 	Change string
+	// Unmuted names what had muted the incident (Mute.By) when this
+	// notification is the first since that mute ended and the last one
+	// said "silenced": the channel must learn the silence is over, or the
+	// message would keep saying it is.
+	Unmuted string
 	// Context is the crash context internal/enrich attached (nil: none
 	// was wanted, or none could be had).
 	Context *Context

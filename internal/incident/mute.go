@@ -216,12 +216,20 @@ func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 				continue
 			}
 		}
+		was, said := inc.MutedBy, inc.LastTransition == Silenced
 		t.unmute(inc)
 		switch {
 		case inc.Seq == 0:
 			notes = append(notes, t.record(inc, Firing, now, ""))
-		case material(inc):
-			notes = append(notes, t.record(inc, Updated, now, change(inc)))
+		case material(inc) || said:
+			// The channel was told "silenced": it is told the silence
+			// ended, even when nothing else changed.
+			n := t.record(inc, Updated, now, change(inc))
+			if said {
+				n.Unmuted = was
+				inc.Pending[len(inc.Pending)-1].Unmuted = was
+			}
+			notes = append(notes, n)
 		}
 	}
 	return notes

@@ -140,8 +140,36 @@ func TestSilenceCoversAnnouncedIncident(t *testing.T) {
 	if notes, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 30)}); len(notes) != 0 {
 		t.Errorf("under the silence: %q", transitions(notes))
 	}
-	if notes := tr.ReleaseMuted(muter.until); transitions(notes) != "updated " || notes[0].Change != "restarts 1 → 30" {
-		t.Errorf("at the end: %q, want one update of what changed", transitions(notes))
+	if notes := tr.ReleaseMuted(muter.until); transitions(notes) != "updated " || notes[0].Change != "restarts 1 → 30" || notes[0].Unmuted != "silence shop/test" {
+		t.Errorf("at the end: %v, want one update of what changed, saying the silence ended", notes)
+	}
+}
+
+// TestSilenceEndSaidEvenWithoutChange: the channel that was told an
+// incident is silenced is told when the silence ends, though nothing
+// else changed, and a restart before delivery keeps saying so.
+func TestSilenceEndSaidEvenWithoutChange(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	muter := &untilMuter{}
+	version := uint64(1)
+	tr := NewTracker(Options{Now: clock.now, Muter: muter, MuteVersion: func(time.Time) uint64 { return version }})
+	tr.Reconcile("Pod/shop/api-0", []rules.Finding{podFinding("api-0", 1)})
+	muter.until, version = clock.t.Add(time.Hour), 2
+	if got := transitions(tr.ReleaseMuted(clock.t)); got != "silenced " {
+		t.Fatalf("when the silence came: %q", got)
+	}
+	notes := tr.ReleaseMuted(muter.until)
+	if len(notes) != 1 || notes[0].Transition != Updated || notes[0].Change != "" || notes[0].Unmuted != "silence shop/test" {
+		t.Fatalf("at the end: %+v, want one update saying the silence ended", notes)
+	}
+	var found bool
+	for _, n := range tr.Undelivered() {
+		if n.Seq == notes[0].Seq && n.Unmuted == "silence shop/test" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the undelivered update forgot what it says: %+v", tr.Undelivered())
 	}
 }
 

@@ -191,7 +191,7 @@ func TestFlapping(t *testing.T) {
 	if got != "firing resolved firing resolved firing updated " {
 		t.Fatalf("three cycles: %q", got)
 	}
-	if !last.Incident.Flapping || last.Change != "flapping: started 3 times in 10m0s; resolves after 10m0s without the problem" {
+	if !last.Incident.Flapping || last.Change != "flapping: started 3 times in 10 min; resolves after 10 min without the problem" {
 		t.Errorf("flapping update: %+v", last)
 	}
 	if n := tr.FlappingByRule()["pod-crashloop"]; n != 1 {

@@ -312,7 +312,10 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 	}
 	t.unindex(object, fp)
 	t.removeOpen(fp)
-	inc.ResolvedAt = now
+	inc.ResolvedAt, inc.Ended = now, EndedRecovered
+	if gone {
+		inc.Ended = EndedDeleted
+	}
 	t.retire(inc)
 	return t.notify(inc, Resolved, now, "")
 }

@@ -103,8 +103,21 @@ func TestHoldDownDampsFlapping(t *testing.T) {
 	}
 	tr.Reconcile("k", nil)
 	clock.t = clock.t.Add(time.Minute)
-	if notes, _ := tr.Reconcile("k", nil); transitions(notes) != "resolved " {
-		t.Fatalf("after the hold-down: %q", transitions(notes))
+	if notes, _ := tr.Reconcile("k", nil); transitions(notes) != "resolved " || notes[0].Incident.Ended != EndedRecovered {
+		t.Fatalf("after the hold-down: %q, want resolved as recovered", transitions(notes))
+	}
+}
+
+// TestResolvedSaysHowItEnded: a deleted pod's incident resolves as
+// deleted, one whose problem went away as recovered (the message says
+// which, not what was wrong).
+func TestResolvedSaysHowItEnded(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now, HoldDown: time.Minute})
+	tr.Reconcile("k", []rules.Finding{podFinding("web", 1)})
+	notes, _ := tr.ReconcileGone("k")
+	if transitions(notes) != "resolved " || notes[0].Incident.Ended != EndedDeleted {
+		t.Fatalf("deleted: %+v, want resolved as deleted", notes)
 	}
 }
 

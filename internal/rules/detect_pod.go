@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -250,6 +251,16 @@ func waitingDetector(reasons ...string) Detector {
 					facts["message"] = w.Message
 					detail += ": " + w.Message
 				}
+				var more map[string]string
+				switch {
+				case reasons[0] == "ImagePullBackOff":
+					detail, more = pullDetail(w.Reason, cs.Image, w.Message)
+				case w.Reason == "CreateContainerConfigError":
+					if d, f := configDetail(pod.Namespace, w.Message); d != "" {
+						detail, more = d, f
+					}
+				}
+				maps.Copy(facts, more)
 				out = append(out, Detection{Reason: reasons[0], Container: cs.Name, Facts: facts, Detail: detail})
 			}
 		}

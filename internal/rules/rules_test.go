@@ -125,6 +125,7 @@ func TestDetectors(t *testing.T) {
 		{"Pod", "image-pull", "", "errimagepull.yaml", "ImagePullBackOff/app"},
 		{"Pod", "image-pull", "", "healthy.yaml", ""},
 		{"Pod", "container-error", "", "config-error.yaml", "CreateContainerConfigError/app"},
+		{"Pod", "container-error", "", "config-key.yaml", "CreateContainerConfigError/app"},
 		{"Pod", "container-error", "", "crashloop.yaml", ""},
 		// ContainerCreating keeps an open incident open, opens none.
 		{"Pod", "container-error", "", "creating.yaml", "CreateContainerConfigError/app~,CreateContainerError/app~,RunContainerError/app~"},

@@ -34,6 +34,8 @@ type Options struct {
 	// Timeout bounds one publish and its acknowledgement.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// ClusterName is the payload's cluster and the subject's {cluster}.
+	ClusterName string
 }
 
 // Sink is a NATS sink.
@@ -111,7 +113,7 @@ func (s *Sink) Close() { s.nc.Close() }
 // Send implements sinks.Sink. Every failure is retryable: the server may
 // be restarting, or the stream electing a leader.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
-	payload := sinks.NewPayload(n)
+	payload := sinks.NewPayloadIn(n, s.opts.ClusterName)
 	data, err := payload.AppendJSON(make([]byte, 0, 1024))
 	if err != nil {
 		return fmt.Errorf("nats %s: encoding payload: %w", s.opts.Name, err)
@@ -175,6 +177,6 @@ func Subject(template string, p sinks.Payload) string {
 	}
 	return strings.NewReplacer(
 		"{namespace}", token(ns), "{kind}", token(kind), "{name}", token(name), "{reason}", token(reason),
-		"{rule}", token(rule), "{severity}", token(sev), "{transition}", token(p.Transition),
+		"{rule}", token(rule), "{severity}", token(sev), "{transition}", token(p.Transition), "{cluster}", token(p.Cluster),
 	).Replace(template)
 }

@@ -41,6 +41,10 @@ func TestSubject(t *testing.T) {
 	if got := Subject("x.{namespace}.{rule}.{transition}", p); got != "x._.pod-oomkilled.firing" {
 		t.Errorf("subject %q", got)
 	}
+	// The cluster is a token too (a clusterName with a dot splits none).
+	if got := Subject("{cluster}.{kind}", sinks.NewPayloadIn(notification(1), "prod.eu")); got != "prod_eu.Pod" {
+		t.Errorf("subject with the cluster %q", got)
+	}
 	// An Event's reason is anyone's text: one token whatever it holds,
 	// never a server subject.
 	p.Incident.Reason = "$SYS.a\u00a0b\x00c\u2028d\xff*>"

@@ -141,6 +141,9 @@ func (s *Sink) Event(n incident.Notification) Event {
 		source = s.opts.ClusterName + " " + where
 	}
 	details := map[string]string{"text": inc.Text, "rule": inc.Rule, "incident": inc.ID, "transition": string(n.Transition)}
+	if s.opts.ClusterName != "" {
+		details["cluster"] = s.opts.ClusterName
+	}
 	for k, v := range inc.Facts {
 		details["fact."+k] = sinks.Head(v, maxDetail)
 	}
@@ -164,7 +167,7 @@ func (s *Sink) Event(n incident.Notification) Event {
 		add("contextUnavailable", c.Unavailable)
 	}
 	e.Payload = &Payload{
-		Summary: sinks.Head(inc.Title, MaxSummary), Source: sinks.Head(source, MaxSummary), Severity: severity(inc.Severity),
+		Summary: sinks.Head(summary(n, s.opts.ClusterName), MaxSummary), Source: sinks.Head(source, MaxSummary), Severity: severity(inc.Severity),
 		Timestamp: n.Time.UTC().Format(time.RFC3339), Component: inc.Object.Name, Group: cmp.Or(s.opts.ClusterName, inc.Object.Namespace),
 		Class: inc.Reason, CustomDetails: details,
 	}
@@ -172,6 +175,16 @@ func (s *Sink) Event(n incident.Notification) Event {
 		e.Links = []Link{{Href: inc.RunbookURL, Text: "Runbook"}}
 	}
 	return e
+}
+
+// summary is what the page says (the phone's push): the cluster and the
+// object first, then what happened, as every chat sink's headline.
+func summary(n incident.Notification, cluster string) string {
+	s := sinks.Headline(n, cluster, n.Time)
+	if d := sinks.Detail(n.Incident); d != "" {
+		s += " — " + d
+	}
+	return s
 }
 
 // severity maps herald's severities onto PagerDuty's four.

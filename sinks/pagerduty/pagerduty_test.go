@@ -79,7 +79,7 @@ func TestTriggerUpdateAcknowledgeResolve(t *testing.T) {
 		t.Fatalf("event actions = %s, want trigger,trigger,acknowledge,resolve", got)
 	}
 	p := events[0].Payload
-	if p.Summary != firing.Incident.Title || p.Source != "prod-eu shop/pod/api-1" || p.Severity != "critical" || p.Class != "CrashLoopBackOff" {
+	if !strings.HasPrefix(p.Summary, "prod-eu · shop/api-1: CrashLoopBackOff") || p.CustomDetails["cluster"] != "prod-eu" || p.Source != "prod-eu shop/pod/api-1" || p.Severity != "critical" || p.Class != "CrashLoopBackOff" {
 		t.Errorf("trigger payload = %+v", p)
 	}
 	if p.CustomDetails["logs"] != "panic: boom" || p.CustomDetails["hint"] == "" || p.CustomDetails["fact.restartCount"] != "5" {

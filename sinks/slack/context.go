@@ -9,12 +9,14 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/sinks"
 )
 
-// contextBlocks renders crash context: the hint, the last log lines (a
-// code block, newest at the bottom, cut from the top to fit a section),
-// the pod's events, and what could not be had.
-func contextBlocks(c *incident.Context, now time.Time) []slack.Block {
+// contextBlocks renders the crash context that belongs on the first
+// screen: the hint, the last log lines (a code block, newest at the
+// bottom, cut from the top to fit a section), and what could not be had.
+func contextBlocks(n incident.Notification, now time.Time) []slack.Block {
+	c := n.Context
 	if c == nil {
 		return nil
 	}
@@ -28,35 +30,41 @@ func contextBlocks(c *incident.Context, now time.Time) []slack.Block {
 			which = "crashed"
 		}
 		head := fmt.Sprintf("*Last log lines* of the %s `%s` container", which, inline(l.Container))
-		if c.Pod != "" {
+		if c.Pod != "" && c.Pod != sinks.Where(n.Incident) {
 			head += " (pod " + escape(c.Pod) + ")"
 		}
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(fitCode(head, l.Lines, l.Truncated)), nil, nil))
-	}
-	if len(c.Events) > 0 {
-		var b strings.Builder
-		b.WriteString("*Events*")
-		for _, ev := range c.Events {
-			icon := ":small_blue_diamond:"
-			if ev.Type == "Warning" {
-				icon = ":warning:"
-			}
-			line := fmt.Sprintf("\n%s %s", icon, escape(ev.Reason))
-			if ev.Count > 1 {
-				line += fmt.Sprintf(" ×%d", ev.Count)
-			}
-			if !ev.LastSeen.IsZero() {
-				line += fmt.Sprintf(" (%s ago)", now.Sub(ev.LastSeen).Round(time.Second))
-			}
-			line += ": " + escape(ev.Message)
-			b.WriteString(truncate(line, maxSection/len(c.Events)-10))
-		}
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(truncate(b.String(), maxSection)), nil, nil))
+		lines, truncated := sinks.LastLines(l)
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(fitCode(head, lines, truncated)), nil, nil))
 	}
 	if c.Unavailable != "" {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":grey_question: Context incomplete: "+escape(c.Unavailable), maxSection))))
 	}
 	return blocks
+}
+
+// eventBlocks lists the pod's recent events, below the facts.
+func eventBlocks(c *incident.Context, now time.Time) []slack.Block {
+	if c == nil || len(c.Events) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("*Events*")
+	for _, ev := range c.Events {
+		icon := ":small_blue_diamond:"
+		if ev.Type == "Warning" {
+			icon = ":warning:"
+		}
+		line := fmt.Sprintf("\n%s %s", icon, escape(ev.Reason))
+		if ev.Count > 1 {
+			line += fmt.Sprintf(" ×%d", ev.Count)
+		}
+		if !ev.LastSeen.IsZero() {
+			line += " (" + sinks.Ago(ev.LastSeen, now) + ")"
+		}
+		line += ": " + escape(ev.Message)
+		b.WriteString(truncate(line, maxSection/len(c.Events)-10))
+	}
+	return []slack.Block{slack.NewSectionBlock(mrkdwn(truncate(b.String(), maxSection)), nil, nil)}
 }
 
 // fitCode renders lines as a code block under head within a section's

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,8 +26,8 @@ const (
 )
 
 // Message is a rendered Slack message: blocks, the plain-text fallback
-// (notifications, screen readers), and metadata naming the notifications
-// it carries (for bots that read the channel).
+// (the phone's push notification, screen readers), and metadata naming
+// the notifications it carries (for bots that read the channel).
 type Message struct {
 	Text     string
 	Blocks   []slack.Block
@@ -49,11 +50,14 @@ func truncate(s string, n int) string {
 	return string(r[:n-utf8.RuneCountInString(truncMarker)]) + truncMarker
 }
 
-// emoji shows the state at a glance: the transition when it is over,
-// otherwise the severity.
+// emoji shows the state at a glance: over, muted, otherwise the severity.
+// A muted incident must not keep the red of one that needs someone now.
 func emoji(n incident.Notification) string {
-	if n.Transition == incident.Resolved {
+	switch n.Transition {
+	case incident.Resolved:
 		return ":white_check_mark:"
+	case incident.Silenced:
+		return ":mute:"
 	}
 	switch n.Incident.Severity {
 	case "critical":
@@ -86,73 +90,115 @@ func link(url, label string) string {
 	return "<" + escape(strings.ReplaceAll(url, "|", "%7C")) + "|" + label + ">"
 }
 
+// slackID is a user (U…, W…) or user group (S…) ID: only these become
+// mentions, so a routing value can never become <!channel> or a link.
+var slackID = regexp.MustCompile(`^[SUW][A-Z0-9]{2,20}$`)
+
+// mentions are the incident's people to notify, as Slack mention markup:
+// on a new or still-firing incident only (a resolved one needs nobody).
+func mentions(n incident.Notification) string {
+	if n.Transition != incident.Firing && n.Transition != incident.Repeat {
+		return ""
+	}
+	var out []string
+	for _, id := range n.Incident.Mentions {
+		switch {
+		case !slackID.MatchString(id):
+		case id[0] == 'S':
+			out = append(out, "<!subteam^"+id+">")
+		default:
+			out = append(out, "<@"+id+">")
+		}
+	}
+	return strings.Join(out, " ")
+}
+
 // Render builds the message for one notification: what the incident is
-// now (the message is edited in place as it evolves).
+// now (the message is edited in place as it evolves). The first screen
+// says who and what in the header, then the one sentence that matters,
+// the hint and the last log lines; fields only hold what is not said
+// above them; events, termination message and links come after.
 func Render(n incident.Notification, cluster string, now time.Time) Message {
 	inc := n.Incident
-	state := map[incident.Transition]string{incident.Resolved: "Resolved: ", incident.Repeat: "Still firing: ", incident.Silenced: "Silenced: "}[n.Transition]
-	header := truncate(state+inc.Title, maxHeader)
+	headline := sinks.Headline(n, cluster, now)
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, header, true, false)),
-		slack.NewSectionBlock(mrkdwn(truncate(emoji(n)+" "+escape(inc.Text), maxSection)), nil, nil),
+		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, truncate(headline, maxHeader), true, false)),
+		slack.NewSectionBlock(mrkdwn(truncate(lead(n, now), maxSection)), nil, nil),
 	}
-	var fields []*slack.TextBlockObject
-	field := func(label, value string) {
-		if value != "" && len(fields) < maxFields {
-			fields = append(fields, mrkdwn(truncate(fmt.Sprintf("*%s*\n%s", escape(label), escape(value)), maxField)))
+	open := n.Transition != incident.Resolved && n.Transition != incident.Silenced
+	if open {
+		blocks = append(blocks, contextBlocks(n, now)...)
+		if f := fields(n, now); len(f) > 0 {
+			blocks = append(blocks, slack.NewSectionBlock(nil, f, nil))
+		}
+		blocks = append(blocks, eventBlocks(n.Context, now)...)
+		if last := sinks.Termination(n); last != "" {
+			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(truncate("*Termination message*\n```"+escape(last)+"```", maxSection)), nil, nil))
+		}
+		var links []string
+		if u := inc.RunbookURL; u != "" {
+			links = append(links, ":book: "+link(u, "Runbook"))
+		}
+		if hint := kubectlHint(inc); hint != "" {
+			links = append(links, hint)
+		}
+		if len(links) > 0 {
+			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(strings.Join(links, " · "), maxSection))))
 		}
 	}
-	obj := inc.Object.Name
-	if inc.Object.Namespace != "" {
-		field("Namespace", inc.Object.Namespace)
-	}
-	field(inc.Object.Kind, obj)
-	field("Container", inc.Container)
-	field("Reason", inc.Reason)
-	field("Severity", inc.Severity)
-	field("Exit code", inc.Facts["exitCode"])
-	field("Restarts", inc.Facts["restartCount"])
-	if c := n.Context; c != nil && c.Node != nil {
-		node := c.Node.Name
-		if len(c.Node.Conditions) > 0 {
-			node += " (" + strings.Join(c.Node.Conditions, ", ") + ")"
-		}
-		field("Node", node)
-	}
-	field("Cluster", cluster)
-	if !inc.FirstSeen.IsZero() {
-		age := now.Sub(inc.FirstSeen).Round(time.Second)
-		if n.Transition == incident.Resolved {
-			field("Lasted", age.String())
-		} else {
-			field("Age", age.String())
-		}
-	}
-	if len(fields) > 0 {
-		blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
-	}
-	switch {
-	case n.Transition == incident.Silenced:
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":mute: *"+escape(n.Change)+"*: nothing more until then unless it resolves", maxSection))))
-	case n.Change != "":
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":arrows_counterclockwise: *Changed:* "+escape(n.Change), maxSection))))
-	}
-	if last := inc.Facts["lastMessage"]; last != "" && n.Transition != incident.Resolved {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(truncate("*Last termination message*\n```"+escape(last)+"```", maxSection)), nil, nil))
-	}
-	blocks = append(blocks, contextBlocks(n.Context, now)...)
-	if u := inc.RunbookURL; u != "" && n.Transition != incident.Resolved {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(":book: "+link(u, "Runbook"), maxSection))))
-	}
-	if hint := kubectlHint(inc); hint != "" && n.Transition != incident.Resolved {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(hint, maxSection))))
-	}
-	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("herald · rule `%s` · %s · %s", inc.Rule, n.Transition, n.ID()))))
+	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("herald · rule `%s` · %s · %s", inline(inc.Rule), n.Transition, n.ID()))))
 	return Message{
-		Text:     truncate(emoji(n)+" "+state+escape(inc.Title), maxSection),
+		Text:     truncate(escape(headline), maxSection),
 		Blocks:   blocks,
 		Metadata: slack.SlackMetadata{EventType: metadataType, EventPayload: map[string]any{"ids": []any{n.ID()}, "transition": string(n.Transition)}},
 	}
+}
+
+// lead is the message's first section: the state and the one sentence
+// that says what happened, then who is asked to look.
+func lead(n incident.Notification, now time.Time) string {
+	inc := n.Incident
+	detail := escape(sinks.Detail(inc))
+	var lines []string
+	switch {
+	case n.Transition == incident.Resolved:
+		lines = append(lines, emoji(n)+" *"+escape(sinks.Resolution(n, now))+"*")
+	case n.Transition == incident.Silenced:
+		lines = append(lines, emoji(n)+" *"+escape(sinks.Muted(n, now))+"*: nothing more until then unless it resolves", detail)
+	case n.Unmuted != "":
+		lines = append(lines, ":loud_sound: *"+escape(sinks.Unmuted(n))+"*", emoji(n)+" "+detail)
+	case n.Transition == incident.Repeat:
+		lines = append(lines, emoji(n)+" *Still firing "+sinks.Age(n, now)+"*: "+detail)
+	default:
+		lines = append(lines, emoji(n)+" "+detail)
+	}
+	if n.Change != "" && n.Transition == incident.Updated && !sinks.CoversChange(n.Change) {
+		lines = append(lines, ":arrows_counterclockwise: *Changed:* "+escape(n.Change))
+	}
+	if c := sinks.Covers(inc); c != "" && n.Transition != incident.Resolved {
+		lines = append(lines, ":link: "+escape(c))
+	}
+	if m := mentions(n); m != "" {
+		lines = append(lines, m)
+	}
+	var out []string
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" && l != emoji(n)+" " {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// fields are the facts the header and the lead do not already say.
+func fields(n incident.Notification, now time.Time) []*slack.TextBlockObject {
+	var out []*slack.TextBlockObject
+	for _, f := range sinks.Facts(n, now) {
+		if len(out) < maxFields {
+			out = append(out, mrkdwn(truncate("*"+f.Title+"*\n"+escape(f.Value), maxField)))
+		}
+	}
+	return out
 }
 
 // kubectlHint suggests the first command an operator would run.
@@ -170,61 +216,4 @@ func kubectlHint(inc incident.Incident) string {
 		return fmt.Sprintf("`kubectl describe%s %s %s`", ns, strings.ToLower(o.Kind), o.Name)
 	}
 	return ""
-}
-
-// ThreadNote is the short reply posted in the incident's thread when it
-// changes.
-func ThreadNote(n incident.Notification, now time.Time) string {
-	switch n.Transition {
-	case incident.Resolved:
-		return fmt.Sprintf(":white_check_mark: Resolved after %s.", now.Sub(n.Incident.FirstSeen).Round(time.Second))
-	case incident.Repeat:
-		return fmt.Sprintf(":repeat: Still firing after %s.", now.Sub(n.Incident.FirstSeen).Round(time.Second))
-	case incident.Silenced:
-		return truncate(":mute: "+escape(n.Change)+".", maxSection)
-	}
-	if n.Change != "" {
-		return truncate(":arrows_counterclockwise: "+escape(n.Change)+" · "+escape(n.Incident.Text), maxSection)
-	}
-	return truncate(":arrows_counterclockwise: "+escape(n.Incident.Text), maxSection)
-}
-
-// RenderDigest lists many notifications in one message, within Slack's
-// limits: what does not fit is counted ("… and 37 more").
-func RenderDigest(ns []incident.Notification, cluster string) Message {
-	title := fmt.Sprintf("herald: %d notifications", len(ns))
-	if cluster != "" {
-		title += " in " + cluster
-	}
-	blocks := []slack.Block{slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, truncate(title, maxHeader), true, false))}
-	ids := make([]any, 0, len(ns))
-	for _, n := range ns {
-		ids = append(ids, n.ID())
-	}
-	var section strings.Builder
-	shown := 0
-	for _, n := range ns {
-		// One line must fit a section however long the title is.
-		line := truncate(fmt.Sprintf("%s %s%s", emoji(n), map[incident.Transition]string{incident.Resolved: "resolved: ", incident.Updated: "updated: "}[n.Transition], escape(n.Incident.Title)), maxSection-101) + "\n"
-		if section.Len() > 0 && section.Len()+len(line) > maxSection-100 {
-			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(section.String()), nil, nil))
-			section.Reset()
-			if len(blocks) >= maxBlocks-2 {
-				break
-			}
-		}
-		section.WriteString(line)
-		shown++
-	}
-	if section.Len() > 0 {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(section.String()), nil, nil))
-	}
-	if rest := len(ns) - shown; rest > 0 {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("… and %d more", rest))))
-	}
-	return Message{
-		Text:     truncate(title, maxSection),
-		Blocks:   blocks,
-		Metadata: slack.SlackMetadata{EventType: metadataType, EventPayload: map[string]any{"ids": ids, "transition": "digest"}},
-	}
 }

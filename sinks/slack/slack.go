@@ -86,7 +86,7 @@ func (s *Sink) channel(n incident.Notification) string {
 // Send implements sinks.Sink.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if n.Transition == incident.Digest {
-		return s.SendBatch(ctx, n.Digest)
+		return s.postDigest(ctx, s.channel(n), RenderStartup(n, s.opts.ClusterName))
 	}
 	msg := Render(n, s.opts.ClusterName, s.now())
 	if s.api == nil {
@@ -121,13 +121,16 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 // SendBatch implements sinks.BatchSender: one digest message for many
 // notifications (a first start, or a storm under the rate limit).
 func (s *Sink) SendBatch(ctx context.Context, ns []incident.Notification) error {
-	msg := RenderDigest(ns, s.opts.ClusterName)
+	return s.postDigest(ctx, s.channel(ns[0]), RenderDigest(ns, s.opts.ClusterName))
+}
+
+// postDigest posts a digest to channel: the dispatcher (and the first
+// start) split digests by destination, so its notifications share one.
+func (s *Sink) postDigest(ctx context.Context, channel string, msg Message) error {
 	if s.api == nil {
 		return s.postWebhook(ctx, msg)
 	}
-	// The dispatcher splits a digest by destination: its notifications
-	// share the first one's channel.
-	if _, _, err := s.postOrFallBack(ctx, s.channel(ns[0]), msg); err != nil {
+	if _, _, err := s.postOrFallBack(ctx, channel, msg); err != nil {
 		return classify("chat.postMessage (digest)", err)
 	}
 	return nil

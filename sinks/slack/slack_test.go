@@ -9,12 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/oncalltest"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/sinks"
 )
@@ -55,56 +57,77 @@ func note(tr incident.Transition, seq int, restarts string) incident.Notificatio
 	}
 }
 
+// TestRenderGolden renders every kind of notification (the samples all
+// sinks share) to testdata/messages/<kind>.golden.json: the blocks, the
+// push text and the thread note, as Slack gets them.
 func TestRenderGolden(t *testing.T) {
-	for _, tr := range []incident.Transition{incident.Firing, incident.Updated, incident.Resolved, incident.Silenced, "firing-context"} {
-		n := note(tr, 1, "5")
-		if tr == "firing-context" {
-			// A firing with its crash context: hint, log lines, events,
-			// node, and what could not be had.
-			n.Transition = incident.Firing
-			n.Context = &incident.Context{
-				Hint: "Exit code 1: the program failed by itself; its last log lines usually say why.",
-				Pod:  "shop/checkout-7d9f8b6c5-x2x9q",
-				Logs: &incident.Logs{Container: "app", Previous: true, Truncated: true, Lines: []string{
-					"2026-11-22T10:00:01Z INFO connecting to postgres://app:<redacted>@db:5432/shop",
-					"2026-11-22T10:00:31Z ERROR dial tcp 10.0.3.7:5432: i/o timeout",
-					"panic: connect to db: <timeout> & retry"}},
-				Events: []incident.Event{
-					{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container app", Count: 12, LastSeen: t0.Add(11 * time.Minute)},
-					{Type: "Normal", Reason: "Pulled", Message: "Container image already present on machine", Count: 13, LastSeen: t0.Add(10 * time.Minute)}},
-				Node:        &incident.Node{Name: "node-7", Conditions: []string{"MemoryPressure"}},
-				Unavailable: "events: no answer within 2s",
+	for _, s := range oncalltest.Samples() {
+		t.Run(s.Name, func(t *testing.T) {
+			var msg Message
+			thread := ""
+			if s.Note.Transition == incident.Digest {
+				msg = RenderStartup(s.Note, oncalltest.SampleCluster)
+			} else {
+				msg = Render(s.Note, oncalltest.SampleCluster, s.Now)
 			}
-		}
-		if tr == incident.Silenced {
-			// A silence now covers the announced incident.
-			n = note(tr, 2, "5")
-			n.Change = "silenced until 2026-11-22 02:00 UTC (silence shop/deploy-checkout)"
-		}
-		if tr == incident.Updated {
-			// A paced update: many changes merged into one message,
-			// which says what changed since the last one.
-			n = note(tr, 2, "25")
-			n.Change = "restarts 5 → 25"
-		}
-		msg := Render(n, "prod-eu", t0.Add(12*time.Minute))
-		thread := ThreadNote(n, t0.Add(12*time.Minute))
-		got, err := json.MarshalIndent(map[string]any{"text": msg.Text, "blocks": msg.Blocks, "metadata": msg.Metadata, "threadNote": thread}, "", "  ")
-		if err != nil {
+			if s.Note.Transition != incident.Firing && s.Note.Transition != incident.Digest {
+				thread = ThreadNote(s.Note, s.Now) // a later change: the first message is edited, the thread told
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false) // readable: the file is the design
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(map[string]any{"text": msg.Text, "blocks": msg.Blocks, "metadata": msg.Metadata, "threadNote": thread}); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, "testdata/messages/"+s.Name+".golden.json", buf.Bytes())
+		})
+	}
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		path := "testdata/" + string(tr) + ".golden.json"
-		if *update {
-			os.WriteFile(path, got, 0o644)
-			continue
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
+	}
+}
+
+// TestMentions: the incident's Slack IDs become mentions on a firing and
+// a repeat, never on the others, and a value that is not an ID never
+// becomes markup.
+func TestMentions(t *testing.T) {
+	n := note(incident.Firing, 1, "5")
+	n.Incident.Mentions = []string{"S0TEAM", "U0ALICE", "W0BOB", "!channel", "U0X|evil", "<@U1>"}
+	if got := mentions(n); got != "<!subteam^S0TEAM> <@U0ALICE> <@W0BOB>" {
+		t.Errorf("firing mentions %q", got)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(Render(n, "", t0).Blocks)
+	if msg := buf.String(); !strings.Contains(msg, "<!subteam^S0TEAM> <@U0ALICE> <@W0BOB>") || strings.Contains(msg, "channel") || strings.Contains(msg, "evil") {
+		t.Errorf("rendered blocks: %s", buf.String())
+	}
+	for _, tr := range []incident.Transition{incident.Updated, incident.Resolved, incident.Silenced} {
+		n.Transition = tr
+		if got := mentions(n); got != "" {
+			t.Errorf("%s mentions %q, want none", tr, got)
 		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (go test -update writes it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
-		}
+	}
+	n.Transition = incident.Repeat
+	if note := ThreadNote(n, t0); !strings.HasSuffix(note, "\n<!subteam^S0TEAM> <@U0ALICE> <@W0BOB>") {
+		t.Errorf("a repeat's thread note %q does not mention (its edit of the message notifies no one)", note)
 	}
 }
 
@@ -176,7 +199,7 @@ func TestUpdateInPlaceAndThread(t *testing.T) {
 	if calls[0].Channel != "#alerts" || calls[1].Channel != "C024BE91L" {
 		t.Errorf("channels: post to %q, update in %q", calls[0].Channel, calls[1].Channel)
 	}
-	if !strings.HasPrefix(calls[3].Text, ":white_check_mark: Resolved: ") || !strings.Contains(calls[4].Text, "Resolved after") {
+	if !strings.Contains(calls[3].Text, "shop/checkout-7d9f8b6c5-x2x9q: resolved after") || !strings.Contains(calls[4].Text, "Resolved after") {
 		t.Errorf("resolved texts: %q / %q", calls[3].Text, calls[4].Text)
 	}
 }
@@ -197,7 +220,7 @@ func TestSilencedEditsInPlace(t *testing.T) {
 	if len(calls) != 3 || calls[1].Method != "chat.update" || calls[2].ThreadTS == "" {
 		t.Fatalf("calls %+v, want post, update, thread reply", calls)
 	}
-	if !strings.Contains(calls[1].Text, "Silenced: ") || calls[2].Text != ":mute: silenced until 2026-11-22 02:00 UTC (silence shop/deploy-checkout)." {
+	if !strings.Contains(calls[1].Text, "CrashLoopBackOff, muted") || calls[2].Text != ":mute: Muted: silenced until 2026-11-22 02:00 UTC (silence shop/deploy-checkout)." {
 		t.Errorf("edited text %q, thread %q", calls[1].Text, calls[2].Text)
 	}
 }

@@ -16,16 +16,19 @@ import (
 
 // Sink writes to an io.Writer.
 type Sink struct {
-	name string
-	json bool
+	name    string
+	json    bool
+	cluster string
+	now     func() time.Time
 
 	mu sync.Mutex
 	w  io.Writer
 }
 
-// New makes a stdout sink writing to w; format is "text" or "json".
-func New(name, format string, w io.Writer) *Sink {
-	return &Sink{name: name, json: format == "json", w: w}
+// New makes a stdout sink writing to w; format is "text" or "json";
+// cluster is the configuration's clusterName (may be empty).
+func New(name, format, cluster string, w io.Writer) *Sink {
+	return &Sink{name: name, json: format == "json", cluster: cluster, now: time.Now, w: w}
 }
 
 // Name implements sinks.Sink.
@@ -35,14 +38,14 @@ func (s *Sink) Name() string { return s.name }
 func (s *Sink) Send(_ context.Context, n incident.Notification) error {
 	var line string
 	if s.json {
-		p := sinks.NewPayload(n)
+		p := sinks.NewPayloadIn(n, s.cluster)
 		b, err := p.AppendJSON(nil)
 		if err != nil {
 			return err
 		}
 		line = string(b)
 	} else {
-		line = Format(n)
+		line = Format(n, s.cluster, s.now())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,31 +53,47 @@ func (s *Sink) Send(_ context.Context, n incident.Notification) error {
 	return err
 }
 
-// Format renders n as one readable line (a digest: one line per incident).
-func Format(n incident.Notification) string {
+// logLines is how many log lines a firing shows: a terminal line each.
+const logLines = 3
+
+// Format renders n as one readable line, the headline any chat sink
+// pushes then what it says first (a digest: one line per incident), and
+// for a firing its hint and last log lines indented below.
+func Format(n incident.Notification, cluster string, now time.Time) string {
+	stamp := n.Time.UTC().Format(time.RFC3339)
 	if n.Transition == incident.Digest {
-		lines := []string{fmt.Sprintf("%s DIGEST   %s", n.Time.UTC().Format(time.RFC3339), sinks.DigestTitle(n))}
+		lines := []string{fmt.Sprintf("%s DIGEST   %s", stamp, oneLine(sinks.Headline(n, cluster, now)))}
 		for _, d := range n.Digest {
-			lines = append(lines, "    - "+oneLine(d.Incident.Text))
+			lines = append(lines, "    - "+oneLine(sinks.Where(d.Incident)+": "+sinks.What(d.Incident)+withDetail(d.Incident)))
 		}
 		return strings.Join(lines, "\n")
 	}
-	text := n.Incident.Text
+	inc := n.Incident
+	text := sinks.Headline(n, cluster, now)
 	switch {
 	case n.Transition == incident.Resolved:
-		text = "resolved: " + n.Incident.Title
-	case n.Change != "":
-		text = n.Change + ": " + n.Incident.Title
+		if e := sinks.Ended(inc); e != "" {
+			text += " — " + e
+		}
+	case n.Transition == incident.Silenced:
+		text += " — " + sinks.Muted(n, now)
+	case n.Unmuted != "":
+		text += " — " + n.Unmuted + " ended" + withDetail(inc)
+	default:
+		if n.Change != "" && !strings.Contains(text, n.Change) && !sinks.CoversChange(n.Change) {
+			text += " — " + n.Change // the headline says only what it is now
+		}
+		text += withDetail(inc)
 	}
 	line := fmt.Sprintf("%s %-8s %-8s %s  [rule=%s id=%s]",
-		n.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(n.Transition)), n.Incident.Severity, oneLine(text), n.Incident.Rule, n.ID())
+		stamp, strings.ToUpper(string(n.Transition)), inc.Severity, oneLine(text), oneLine(inc.Rule), oneLine(n.ID()))
 	if c := n.Context; c != nil && n.Transition == incident.Firing {
-		// The hint and the last 3 log lines: enough to see why.
+		// The hint and the last log lines: enough to see why.
 		if c.Hint != "" {
 			line += "\n    hint: " + oneLine(c.Hint)
 		}
 		if c.Logs != nil {
-			for _, l := range c.Logs.Lines[max(len(c.Logs.Lines)-3, 0):] {
+			for _, l := range c.Logs.Lines[max(len(c.Logs.Lines)-logLines, 0):] {
 				line += "\n    | " + oneLine(l)
 			}
 		}
@@ -83,6 +102,14 @@ func Format(n incident.Notification) string {
 		}
 	}
 	return line
+}
+
+// withDetail is " — " and the incident's one sentence, if it has one.
+func withDetail(inc incident.Incident) string {
+	if d := sinks.Detail(inc); d != "" {
+		return " — " + d
+	}
+	return ""
 }
 
 // oneLine keeps text from the cluster on its line and out of the

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/oncalltest"
@@ -25,7 +27,8 @@ func TestHostileTextGolden(t *testing.T) {
 	digest := incident.Notification{Transition: incident.Digest, Time: firing.Time, Digest: []incident.Notification{firing}}
 	send := func(format string) string {
 		var buf bytes.Buffer
-		s := New("out", format, &buf)
+		s := New("out", format, "prod-eu", &buf)
+		s.now = func() time.Time { return firing.Time.Add(time.Minute) }
 		for _, n := range []incident.Notification{firing, digest} {
 			if err := s.Send(context.Background(), n); err != nil {
 				t.Fatal(err)
@@ -57,5 +60,31 @@ func TestHostileTextGolden(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
+	}
+}
+
+// TestFormatGolden prints every kind of notification (the samples all
+// sinks share) to testdata/messages/<kind>.golden.txt, as a terminal
+// shows it.
+func TestFormatGolden(t *testing.T) {
+	for _, s := range oncalltest.Samples() {
+		t.Run(s.Name, func(t *testing.T) {
+			got := Format(s.Note, oncalltest.SampleCluster, s.Now) + "\n"
+			path := filepath.Join("testdata", "messages", s.Name+".golden.txt")
+			if *update {
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
+			}
+		})
 	}
 }

@@ -1,9 +1,9 @@
 package teams
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
@@ -30,82 +30,104 @@ const (
 	minimalLen = 500
 )
 
-// card is the Adaptive Card (schema 1.4, which Teams renders) for n.
-func card(n incident.Notification, cluster string, level detail) map[string]any {
-	var body []any
-	text := func(s string, extra map[string]any) {
-		if strings.TrimSpace(s) == "" {
-			return // Teams refuses an empty TextBlock
-		}
-		b := map[string]any{"type": "TextBlock", "text": s, "wrap": true}
-		for k, v := range extra {
-			b[k] = v
-		}
-		body = append(body, b)
+// blocks gathers a card's body.
+type blocks []any
+
+// text adds a TextBlock of Markdown the caller has escaped.
+func (b *blocks) text(s string, extra map[string]any) {
+	if strings.TrimSpace(s) == "" {
+		return // Teams refuses an empty TextBlock
 	}
+	t := map[string]any{"type": "TextBlock", "text": s, "wrap": true}
+	for k, v := range extra {
+		t[k] = v
+	}
+	*b = append(*b, t)
+}
+
+// card is the Adaptive Card (schema 1.4, which Teams renders) for n. Its
+// first lines are what a reader needs: where and what (the headline),
+// the one sentence, the hint and the last log lines; then the facts not
+// already said, the events and the links.
+func card(n incident.Notification, cluster string, level detail, now time.Time) map[string]any {
+	var body blocks
 	var actions []any
+	headline := sinks.Headline(n, cluster, now)
 	if n.Transition == incident.Digest {
-		text(escape(clip(sinks.DigestTitle(n), maxTitle)), map[string]any{"weight": "Bolder", "size": "Medium"})
+		body.text(escape(clip(headline, maxTitle)), map[string]any{"weight": "Bolder", "size": "Medium"})
 		var lines []string
 		for i, d := range n.Digest {
 			if i == maxDigest || level == minimal && i == 5 {
 				lines = append(lines, fmt.Sprintf("… and %d more", len(n.Digest)-i))
 				break
 			}
-			lines = append(lines, "- "+escape(clip(d.Incident.Title, maxTitle)))
+			line := "- " + escape(clip(sinks.Where(d.Incident), maxFact)) + ": " + escape(clip(sinks.What(d.Incident), maxFact))
+			if s := sinks.Detail(d.Incident); s != "" {
+				line += " — " + escape(clip(s, maxFact))
+			}
+			lines = append(lines, line)
 		}
-		if len(lines) > 0 {
-			text(strings.Join(lines, "\n"), nil)
-		}
+		body.text(strings.Join(lines, "\n"), nil)
 	} else {
 		inc := n.Incident
-		text(label(n)+escape(clip(cmp.Or(inc.Title, inc.Reason, "herald: "+n.ID()), maxTitle)), map[string]any{"weight": "Bolder", "size": "Medium", "color": color(n)})
+		body.text(escape(clip(headline, maxTitle)), map[string]any{"weight": "Bolder", "size": "Medium", "color": color(n)})
+		limit := maxText
 		if level == minimal {
-			text(escape(clip(inc.Text, minimalLen)), nil)
-		} else {
-			text(escape(clip(inc.Text, maxText)), nil)
+			limit = minimalLen
 		}
-		if n.Change != "" {
-			text(escape(clip("Changed: "+n.Change, maxFact)), map[string]any{"isSubtle": true})
+		for _, l := range lead(n, now) {
+			body.text(escape(clip(l.text, limit)), l.style)
 		}
-		if level < noFacts {
-			body = append(body, map[string]any{"type": "FactSet", "facts": facts(n, cluster)})
-		}
-		if c := n.Context; c != nil && level < noContext {
+		open := n.Transition != incident.Resolved && n.Transition != incident.Silenced
+		if c := n.Context; c != nil && open && level < noContext {
 			if c.Hint != "" {
-				text(escape(clip(c.Hint, maxText)), map[string]any{"isSubtle": true})
+				body.text(escape(clip("💡 "+c.Hint, maxText)), map[string]any{"isSubtle": true})
 			}
-			if l := c.Logs; l != nil && len(l.Lines) > 0 {
-				text("Last log lines of "+escape(l.Container), map[string]any{"weight": "Bolder"})
+			if lines, truncated := sinks.LastLines(c.Logs); len(lines) > 0 {
+				body.text("Last log lines of "+escape(clip(sinks.LogsHead(n), maxFact)), map[string]any{"weight": "Bolder"})
+				logs := strings.Join(lines, "\n")
+				if truncated {
+					logs = "…\n" + logs
+				}
 				// Monospace text is Markdown too: escaped after the cut,
 				// so that no cut separates a backslash from its character.
-				text(escape(tail(strings.Join(l.Lines, "\n"), maxLogs)), map[string]any{"fontType": "Monospace"})
+				body.text(escape(tail(logs, maxLogs)), map[string]any{"fontType": "Monospace"})
 			}
+			if c.Unavailable != "" {
+				body.text(escape(clip("Context incomplete: "+c.Unavailable, maxFact)), map[string]any{"isSubtle": true})
+			}
+		}
+		if open && level < noFacts {
+			if f := facts(n, now); len(f) > 0 {
+				body = append(body, map[string]any{"type": "FactSet", "facts": f})
+			}
+		}
+		if c := n.Context; c != nil && open && level < noContext {
 			var events []string
 			for i, e := range c.Events {
 				if i == maxEvents {
 					break
 				}
-				events = append(events, "- "+escape(clip(sinks.EventLine(e), maxFact)))
+				events = append(events, "- "+escape(clip(eventLine(e, now), maxFact)))
 			}
-			if len(events) > 0 {
-				text(strings.Join(events, "\n"), nil)
-			}
-			if c.Unavailable != "" {
-				text(escape(clip("Context incomplete: "+c.Unavailable, maxFact)), map[string]any{"isSubtle": true})
-			}
+			body.text(strings.Join(events, "\n"), nil)
 		}
-		if u := inc.RunbookURL; u != "" && len(u) <= 2000 {
+		if last := sinks.Termination(n); last != "" && open && level < noFacts {
+			body.text("Termination message", map[string]any{"weight": "Bolder"})
+			body.text(escape(clip(last, maxFact)), map[string]any{"fontType": "Monospace"})
+		}
+		if u := inc.RunbookURL; u != "" && len(u) <= 2000 && open {
 			actions = append(actions, map[string]any{"type": "Action.OpenUrl", "title": "Runbook", "url": u})
 		}
-		text(fmt.Sprintf("herald · rule %s · %s · %s", escape(clip(inc.Rule, 100)), n.Transition, clip(n.ID(), 300)), map[string]any{"isSubtle": true, "size": "Small"})
+		body.text(fmt.Sprintf("herald · rule %s · %s · %s", escape(clip(inc.Rule, 100)), n.Transition, escape(clip(n.ID(), 300))), map[string]any{"isSubtle": true, "size": "Small"})
 	}
 	c := map[string]any{
-		"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
-		"type":    "AdaptiveCard",
-		"version": "1.4",
-		"msteams": map[string]any{"width": "Full"},
-		"body":    body,
+		"$schema":      "http://adaptivecards.io/schemas/adaptive-card.json",
+		"type":         "AdaptiveCard",
+		"version":      "1.4",
+		"msteams":      map[string]any{"width": "Full"},
+		"fallbackText": escape(clip(headline, maxTitle)),
+		"body":         []any(body),
 	}
 	if len(actions) > 0 {
 		c["actions"] = actions
@@ -113,38 +135,66 @@ func card(n incident.Notification, cluster string, level detail) map[string]any 
 	return c
 }
 
-func facts(n incident.Notification, cluster string) []any {
+// line is one text of a card's lead, with its style.
+type line struct {
+	text  string
+	style map[string]any
+}
+
+// lead is the card's first text after the headline: the state and the
+// one sentence that says what happened.
+func lead(n incident.Notification, now time.Time) []line {
 	inc := n.Incident
-	var out []any
-	add := func(title, value string) {
-		if value != "" {
-			out = append(out, map[string]any{"title": escape(clip(title, maxFact)), "value": escape(clip(value, maxFact))})
+	detail := sinks.Detail(inc)
+	var out []line
+	add := func(s string, style map[string]any) {
+		if strings.TrimSpace(s) != "" {
+			out = append(out, line{s, style})
 		}
 	}
-	add("Cluster", cluster)
-	add("Namespace", inc.Object.Namespace)
-	add(inc.Object.Kind, inc.Object.Name)
-	add("Container", inc.Container)
-	add("Reason", inc.Reason)
-	add("Severity", inc.Severity)
-	for _, k := range []string{"restartCount", "exitCode", "node"} {
-		add(k, inc.Facts[k])
+	switch {
+	case n.Transition == incident.Resolved:
+		add("✅ "+sinks.Resolution(n, now), map[string]any{"weight": "Bolder", "color": "Good"})
+	case n.Transition == incident.Silenced:
+		add("🔇 "+sinks.Muted(n, now)+": nothing more until then unless it resolves", map[string]any{"weight": "Bolder"})
+		add(detail, nil)
+	case n.Unmuted != "":
+		add("🔊 "+sinks.Unmuted(n), map[string]any{"weight": "Bolder"})
+		add(detail, nil)
+	case n.Transition == incident.Repeat:
+		add("Still firing "+sinks.Age(n, now)+": "+detail, nil)
+	default:
+		add(detail, nil)
+	}
+	if n.Change != "" && n.Transition == incident.Updated && !sinks.CoversChange(n.Change) {
+		add("Changed: "+n.Change, map[string]any{"isSubtle": true})
+	}
+	if c := sinks.Covers(inc); c != "" && n.Transition != incident.Resolved {
+		add(c, map[string]any{"isSubtle": true})
 	}
 	return out
 }
 
-func label(n incident.Notification) string {
-	switch n.Transition {
-	case incident.Resolved:
-		return "Resolved: "
-	case incident.Silenced:
-		return "Silenced: "
-	case incident.Repeat:
-		return "Still firing: "
-	case incident.Updated:
-		return "Updated: "
+// facts are sinks.Facts as a FactSet: human titles, values escaped.
+func facts(n incident.Notification, now time.Time) []any {
+	var out []any
+	for _, f := range sinks.Facts(n, now) {
+		out = append(out, map[string]any{"title": f.Title, "value": escape(clip(f.Value, maxFact))})
 	}
-	return ""
+	return out
+}
+
+// eventLine is one of the pod's events: "Warning BackOff ×12 (1 min
+// ago): Back-off restarting failed container".
+func eventLine(e incident.Event, now time.Time) string {
+	s := e.Type + " " + e.Reason
+	if e.Count > 1 {
+		s += fmt.Sprintf(" ×%d", e.Count)
+	}
+	if !e.LastSeen.IsZero() {
+		s += " (" + sinks.Ago(e.LastSeen, now) + ")"
+	}
+	return s + ": " + e.Message
 }
 
 // color is an Adaptive Card text colour.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/oncalltest"
@@ -24,7 +25,8 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func TestHostileTextGolden(t *testing.T) {
 	firing := oncalltest.Hostile()
 	digest := incident.Notification{Transition: incident.Digest, Time: firing.Time, Digest: []incident.Notification{firing}}
-	out := map[string]any{"firing": card(firing, "prod-eu", full), "digest": card(digest, "prod-eu", full)}
+	now := firing.Time.Add(time.Minute)
+	out := map[string]any{"firing": card(firing, "prod-eu", full, now), "digest": card(digest, "prod-eu", full, now)}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -65,7 +67,7 @@ func checkMarkdownText(t *testing.T, doc []byte) {
 				return
 			}
 			for k, e := range x {
-				if s, ok := e.(string); ok && (k == "text" || k == "title" || k == "value") {
+				if s, ok := e.(string); ok && (k == "text" || k == "title" || k == "value" || k == "fallbackText") {
 					checkEscaped(t, s)
 				} else {
 					walk(e)

@@ -40,6 +40,7 @@ type Sink struct {
 	opts   Options
 	client *http.Client
 	what   string
+	now    func() time.Time
 }
 
 // New makes a Teams sink with its own HTTP client.
@@ -53,7 +54,7 @@ func New(opts Options) (*Sink, error) {
 		return nil, fmt.Errorf("teams %s: %w", opts.Name, err)
 	}
 	// A Workflows URL carries its signature in the query: never shown.
-	return &Sink{opts: opts, client: client, what: fmt.Sprintf("teams %s (%s)", opts.Name, sinks.RedactURL(u))}, nil
+	return &Sink{opts: opts, client: client, what: fmt.Sprintf("teams %s (%s)", opts.Name, sinks.RedactURL(u)), now: time.Now}, nil
 }
 
 // Name implements sinks.Sink.
@@ -61,7 +62,7 @@ func (s *Sink) Name() string { return s.opts.Name }
 
 // Send implements sinks.Sink.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
-	body, err := Render(n, s.opts.ClusterName)
+	body, err := Render(n, s.opts.ClusterName, s.now())
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.what, err)
 	}
@@ -82,12 +83,13 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	return err
 }
 
-// Render is the message for n: an Adaptive Card within Teams' size limit.
-// When the whole card would be too large, the crash context goes first,
-// then the facts, then the text is shortened.
-func Render(n incident.Notification, cluster string) ([]byte, error) {
+// Render is the message for n: an Adaptive Card within Teams' size limit,
+// its durations counted to now. When the whole card would be too large,
+// the crash context goes first, then the facts, then the text is
+// shortened.
+func Render(n incident.Notification, cluster string, now time.Time) ([]byte, error) {
 	for _, level := range []detail{full, noContext, noFacts, minimal} {
-		body, err := json.Marshal(message(card(n, cluster, level)))
+		body, err := json.Marshal(message(card(n, cluster, level, now)))
 		if err != nil {
 			return nil, err
 		}
@@ -98,10 +100,12 @@ func Render(n incident.Notification, cluster string) ([]byte, error) {
 	return nil, fmt.Errorf("the card for %s stays over %d bytes", n.ID(), budget) // cannot happen: minimal is bounded
 }
 
-// message wraps a card the way Workflows' "post card" flow expects.
+// message wraps a card the way Workflows' "post card" flow expects; its
+// summary is the card's push text (what the notification says).
 func message(c map[string]any) map[string]any {
 	return map[string]any{
-		"type": "message",
+		"type":    "message",
+		"summary": c["fallbackText"],
 		"attachments": []any{map[string]any{
 			"contentType": "application/vnd.microsoft.card.adaptive",
 			"contentUrl":  nil,

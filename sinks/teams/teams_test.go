@@ -58,12 +58,12 @@ func TestCardsAcceptedByWorkflows(t *testing.T) {
 		t.Fatalf("%d cards accepted, want 5", len(cards))
 	}
 	text := fmt.Sprint(cards[0])
-	for _, want := range []string{firing.Incident.Title, `panic: \*boom\*`, "BackOff", "Exit code 1", "Namespace", "shop", "prod-eu", "Runbook", "https://runbooks.example.com/CrashLoopBackOff"} {
+	for _, want := range []string{"prod-eu · shop/api-1: CrashLoopBackOff", firing.Incident.Text, `panic: \*boom\*`, "BackOff", "Exit code 1", "title:Restarts value:5", "Runbook", "https://runbooks.example.com/CrashLoopBackOff"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the crash loop's card does not say %q: %s", want, text)
 		}
 	}
-	if !strings.Contains(fmt.Sprint(cards[3]), "Resolved: ") {
+	if !strings.Contains(fmt.Sprint(cards[3]), "Resolved after") {
 		t.Errorf("the resolution's card does not say so: %v", cards[3])
 	}
 	if d := fmt.Sprint(cards[4]); !strings.Contains(d, "herald started: 40 open incidents") || !strings.Contains(d, "… and 10 more") {
@@ -105,7 +105,7 @@ func FuzzRender(f *testing.F) {
 			n.Context.Events = append(n.Context.Events, incident.Event{Type: "Warning", Reason: event, Message: text})
 		}
 		for _, m := range []incident.Notification{n, {Transition: incident.Digest, Digest: repeat(n, min(max(digest, 0), 300))}} {
-			body, err := Render(m, title)
+			body, err := Render(m, title, m.Time)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +131,7 @@ func TestEmptyTextsMakeNoEmptyBlocks(t *testing.T) {
 	n.Incident.Title, n.Incident.Text, n.Incident.Reason = "", " ", ""
 	n.Context = &incident.Context{Logs: &incident.Logs{Lines: []string{""}}}
 	for _, m := range []incident.Notification{n, {Transition: incident.Digest}} {
-		body, err := Render(m, "")
+		body, err := Render(m, "", m.Time)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -150,8 +150,17 @@ func TestCloudEventsStructuredMode(t *testing.T) {
 	}
 	data, _ := got["data"].(map[string]any)
 	if contentType != "application/cloudevents+json" || got["specversion"] != "1.0" || got["type"] != "io.herald.incident.firing" ||
-		got["id"] != "abc-1-1" || got["subject"] != "Pod/shop/web" || data["version"] != sinks.PayloadVersion {
+		got["id"] != "abc-1-1" || got["subject"] != "Pod/shop/web" || data["version"] != sinks.PayloadVersion || got["source"] != "herald" {
 		t.Errorf("event: %s %v", contentType, got)
+	}
+	// With a clusterName, the source and the payload say which cluster.
+	s, _ = New(Options{Name: "hook", URL: srv.URL, Timeout: time.Second, CloudEvents: true, ClusterName: "prod eu"})
+	if err := s.Send(context.Background(), note()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = got["data"].(map[string]any)
+	if got["source"] != "herald/prod%20eu" || data["cluster"] != "prod eu" {
+		t.Errorf("event from cluster %q: source %v, payload cluster %v", "prod eu", got["source"], data["cluster"])
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,16 @@ func Verify(key []byte, id, timestamp, signatures string, body []byte, now time.
 	return errors.New("no matching signature")
 }
 
+// source is the CloudEvents source: herald, and which cluster's when the
+// configuration names it ("herald/prod-eu"), so that events from many
+// clusters differ in source as the spec intends.
+func source(cluster string) string {
+	if cluster == "" {
+		return "herald"
+	}
+	return "herald/" + url.PathEscape(cluster)
+}
+
 // cloudEvent encodes a payload as a CloudEvents 1.0 structured-mode event.
 func cloudEvent(p sinks.Payload) ([]byte, error) {
 	subject := p.Object.Kind + "/" + p.Object.Name
@@ -75,7 +86,7 @@ func cloudEvent(p sinks.Payload) ([]byte, error) {
 	return json.Marshal(map[string]any{
 		"specversion":     "1.0",
 		"id":              p.ID,
-		"source":          "herald",
+		"source":          source(p.Cluster),
 		"type":            "io.herald.incident." + p.Transition,
 		"subject":         subject,
 		"time":            p.Time,

@@ -34,6 +34,9 @@ type Options struct {
 	Secrets []string
 	// CloudEvents sends a CloudEvents 1.0 structured-mode event.
 	CloudEvents bool
+	// ClusterName is the payload's cluster (and the CloudEvents source's
+	// last segment): the configuration's clusterName.
+	ClusterName string
 	TLS         sinks.TLSOptions
 	// Body, when set, is a template (template.go) that renders the
 	// request body instead of herald's payload; ContentType is its type
@@ -84,7 +87,7 @@ func (s *Sink) Name() string { return s.opts.Name }
 // Send implements sinks.Sink: 2xx is delivered; 429 and 5xx are retryable
 // (honouring Retry-After); any other status is final.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
-	payload := sinks.NewPayload(n)
+	payload := sinks.NewPayloadIn(n, s.opts.ClusterName)
 	contentType := "application/json"
 	var body []byte
 	var err error

@@ -1,0 +1,176 @@
+package oncalltest
+
+import (
+	"time"
+
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+// Sample is one kind of notification as herald sends it, for the sinks'
+// golden tests and docs/messages.md: every sink renders the same samples,
+// so the golden files of Slack, Teams and stdout can be read side by
+// side.
+type Sample struct {
+	// Name names the kind (and the golden file); Title is its heading
+	// in docs/messages.md.
+	Name, Title string
+	// About says in a few words when herald sends it (docs/messages.md).
+	About string
+	Note  incident.Notification
+	// Now is when it is rendered: durations count to it.
+	Now time.Time
+}
+
+// SampleCluster is the samples' clusterName.
+const SampleCluster = "prod-eu"
+
+// sampleStart is when the samples' incidents began.
+var sampleStart = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// crashLines are the crashed container's last log lines; the last is also
+// its termination message (as with terminationMessagePolicy:
+// FallbackToLogsOnError), which a message must not say twice.
+var crashLines = []string{
+	"2026-11-22T10:11:58Z INFO connecting to postgres://app:<redacted>@db:5432/shop",
+	"2026-11-22T10:12:28Z ERROR dial tcp 10.0.3.7:5432: i/o timeout",
+	"panic: connect to db: i/o timeout",
+}
+
+func crashIncident() incident.Incident {
+	return incident.Incident{
+		ID: "7f8a9eef0a8223dc-1", Occurrence: 1, Fingerprint: "7f8a9eef0a8223dc", Rule: "pod-crashloop", Severity: "critical", Reason: "CrashLoopBackOff",
+		Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "checkout-7d9f8b6c5-x2x9q", UID: "u1"}, Container: "app",
+		Facts: map[string]string{"restartCount": "5", "exitCode": "1", "lastReason": "Error", "lastMessage": crashLines[2]},
+		Title: "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app",
+		Text:  "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app: restarted 5 times, last exit code 1 (Error)",
+		Sinks: []string{"chat"}, FirstSeen: sampleStart, Members: []string{"Pod/shop/checkout-7d9f8b6c5-x2x9q"}, MemberCount: 1,
+		Mentions:   []string{"S0PAYMENTS", "U0ALICE"},
+		RunbookURL: "https://runbooks.example.com/crashloop",
+	}
+}
+
+// crashContext is what enrich gathers for a crash of pod seen at.
+func crashContext(pod string, at time.Time) *incident.Context {
+	return &incident.Context{
+		Hint: "Exit code 1: the program failed by itself; its last log lines usually say why.",
+		Pod:  pod,
+		Logs: &incident.Logs{Container: "app", Previous: true, Truncated: true, Lines: crashLines},
+		Events: []incident.Event{
+			{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container app in pod " + pod, Count: 12, LastSeen: at.Add(-time.Minute)},
+			{Type: "Normal", Reason: "Pulled", Message: "Container image \"registry.example/shop/checkout:2.3.1\" already present on machine", Count: 6, LastSeen: at.Add(-2 * time.Minute)}},
+		Node: &incident.Node{Name: "node-7"},
+	}
+}
+
+// Samples are one notification of each kind herald sends.
+func Samples() []Sample {
+	at := func(d time.Duration) time.Time { return sampleStart.Add(d) }
+	note := func(inc incident.Incident, tr incident.Transition, seq int, t time.Time) incident.Notification {
+		return incident.Notification{Incident: inc, Transition: tr, Seq: seq, Time: t}
+	}
+	var out []Sample
+	titles := map[string]string{
+		"firing": "Firing", "updated": "Updated", "repeat": "Repeat (still firing)", "resolved": "Resolved",
+		"resolved-deleted": "Resolved: the object was deleted", "silenced": "Muted (silenced)", "unmuted": "Unmuted",
+		"grouped": "Grouped workload", "grouped-updated": "Grouped workload, updated", "image-pull": "Image pull", "config-error": "Missing Secret or ConfigMap",
+		"inhibiting": "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
+	}
+	add := func(name, about string, n incident.Notification) {
+		out = append(out, Sample{Name: name, Title: titles[name], About: about, Note: n, Now: n.Time})
+	}
+
+	firing := note(crashIncident(), incident.Firing, 1, at(12*time.Minute))
+	firing.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", firing.Time)
+	add("firing", "a new incident, with its crash context", firing)
+
+	inc := crashIncident()
+	inc.Facts["restartCount"] = "25"
+	inc.Text = "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app: restarted 25 times, last exit code 1 (Error)"
+	updated := note(inc, incident.Updated, 2, at(40*time.Minute))
+	updated.Change = "restarts 5 → 25"
+	add("updated", "it changed materially (paced: one update may merge many changes)", updated)
+
+	add("repeat", "still firing after the rule's repeat interval", note(inc, incident.Repeat, 3, at(3*time.Hour+20*time.Minute)))
+
+	inc = crashIncident()
+	inc.ResolvedAt, inc.Ended = at(42*time.Minute), incident.EndedRecovered
+	add("resolved", "the problem went away", note(inc, incident.Resolved, 4, at(42*time.Minute)))
+
+	inc = crashIncident()
+	inc.ResolvedAt, inc.Ended = at(15*time.Minute), incident.EndedDeleted
+	add("resolved-deleted", "the object was deleted", note(inc, incident.Resolved, 2, at(15*time.Minute)))
+
+	inc = crashIncident()
+	inc.MutedBy, inc.MutedUntil = "silence shop/deploy-checkout", time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	silenced := note(inc, incident.Silenced, 2, at(20*time.Minute))
+	silenced.Change = "silenced until 2026-11-22 12:00 UTC (silence shop/deploy-checkout)"
+	add("silenced", "a silence (or annotation, or maintenance window) now mutes an announced incident", silenced)
+
+	unmuted := note(crashIncident(), incident.Updated, 3, at(2*time.Hour))
+	unmuted.Unmuted = "silence shop/deploy-checkout"
+	add("unmuted", "the mute the channel was told of ended", unmuted)
+
+	grouped := incident.Incident{
+		ID: "c0ffee00c0ffee00-1", Occurrence: 1, Fingerprint: "c0ffee00c0ffee00", Rule: "pod-crashloop", Severity: "critical", Reason: "CrashLoopBackOff",
+		Object: rules.ObjectRef{Kind: "Deployment", Namespace: "shop", Name: "checkout", UID: "d1"}, Container: "app",
+		Facts: map[string]string{"restartCount": "4", "exitCode": "1", "lastReason": "Error", "lastMessage": crashLines[2]},
+		Title: "CrashLoopBackOff: Deployment shop/checkout: 3/10 pods (container app)",
+		Text:  "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app: restarted 4 times, last exit code 1 (Error)",
+		Sinks: []string{"chat"}, FirstSeen: sampleStart, Grouped: true, Total: 10, MemberCount: 3,
+		Members:  []string{"Pod/shop/checkout-7d9f8b6c5-4kq2z", "Pod/shop/checkout-7d9f8b6c5-m8d1w", "Pod/shop/checkout-7d9f8b6c5-x2x9q"},
+		Mentions: []string{"S0PAYMENTS"}, RunbookURL: "https://runbooks.example.com/crashloop",
+	}
+	g := note(grouped, incident.Firing, 1, at(13*time.Minute))
+	g.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", g.Time)
+	add("grouped", "the chart's default rules group a workload's pods: one incident for the workload", g)
+
+	grouped.MemberCount, grouped.Title = 10, "CrashLoopBackOff: Deployment shop/checkout: 10/10 pods (container app)"
+	gu := note(grouped, incident.Updated, 2, at(14*time.Minute))
+	gu.Change = "3 → 10 of 10 pods"
+	add("grouped-updated", "more of the workload's pods have the problem (paced: one update per updateInterval)", gu)
+
+	pull := incident.Incident{
+		ID: "1ma9e0000000pull-1", Occurrence: 1, Fingerprint: "1ma9e0000000pull", Rule: "pod-image-pull", Severity: "warning", Reason: "ImagePullBackOff",
+		Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-5f7c9d-abcde", UID: "u2"}, Container: "web",
+		Facts: map[string]string{"waitingReason": "ImagePullBackOff", "image": "registry.example/shop/web:1.4.2", "pullError": "registry.example/shop/web:1.4.2: not found",
+			"message": `Back-off pulling image "registry.example/shop/web:1.4.2": ErrImagePull: rpc error: code = NotFound desc = failed to pull and unpack image "registry.example/shop/web:1.4.2": registry.example/shop/web:1.4.2: not found`},
+		Title: "ImagePullBackOff: Pod shop/web-5f7c9d-abcde container web",
+		Text:  `ImagePullBackOff: Pod shop/web-5f7c9d-abcde container web: cannot pull the image "registry.example/shop/web:1.4.2": registry.example/shop/web:1.4.2: not found`,
+		Sinks: []string{"chat"}, FirstSeen: sampleStart,
+	}
+	add("image-pull", "an image that will not pull: the image and the registry's answer", note(pull, incident.Firing, 1, at(2*time.Minute)))
+
+	cfg := incident.Incident{
+		ID: "c0nf100000000err-1", Occurrence: 1, Fingerprint: "c0nf100000000err", Rule: "pod-container-error", Severity: "warning", Reason: "CreateContainerConfigError",
+		Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-5f7c9d-fghij", UID: "u3"}, Container: "web",
+		Facts: map[string]string{"waitingReason": "CreateContainerConfigError", "image": "registry.example/shop/web:1.4.2", "message": "couldn't find key password in Secret shop/db",
+			"missingKind": "Secret", "missingName": "db", "missingKey": "password"},
+		Title: "CreateContainerConfigError: Pod shop/web-5f7c9d-fghij container web",
+		Text:  "CreateContainerConfigError: Pod shop/web-5f7c9d-fghij container web: key password not found in Secret shop/db",
+		Sinks: []string{"chat"}, FirstSeen: sampleStart,
+	}
+	add("config-error", "a container whose configuration names a missing Secret, ConfigMap or key", note(cfg, incident.Firing, 1, at(time.Minute)))
+
+	node := incident.Incident{
+		ID: "0de0000000000n7-1", Occurrence: 1, Fingerprint: "0de0000000000n7", Rule: "node-notready", Severity: "critical", Reason: "NodeNotReady",
+		Object: rules.ObjectRef{Kind: "Node", Name: "node-7", UID: "n7"},
+		Facts:  map[string]string{"message": "Kubelet stopped posting node status."},
+		Title:  "NodeNotReady: Node node-7", Text: "NodeNotReady: Node node-7: Kubelet stopped posting node status.",
+		Sinks: []string{"chat"}, FirstSeen: sampleStart, Covers: 12, NotifiedCovers: 12,
+	}
+	inhibit := note(node, incident.Updated, 2, at(5*time.Minute))
+	inhibit.Change = "explains 0 → 12 other incidents (muted while it is open)"
+	add("inhibiting", "a node's message says how many pods' incidents it explains (those are muted)", inhibit)
+
+	var members []incident.Notification
+	for _, s := range out {
+		if s.Note.Transition == incident.Firing {
+			members = append(members, s.Note)
+		}
+	}
+	digest := incident.Notification{Transition: incident.Digest, Time: at(15 * time.Minute), Digest: members,
+		Incident: incident.Incident{Sinks: []string{"chat"}}}
+	add("digest", "many incidents in one message (herald's first start, or a storm under a sink's rate limit)", digest)
+	return out
+}
