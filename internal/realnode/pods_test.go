@@ -193,12 +193,16 @@ func testConfigError(t *testing.T) {
 		LocalObjectReference: corev1.LocalObjectReference{Name: "db-credentials"}, Key: "url"}}}}
 	deployment(t, "config", "billing", 1, c)
 	got := hook.await(t, "config", 90*time.Second, "config-error firing", func(ds []delivery) bool { return len(ds) > 0 })
-	// The kubelet's message names the Secret, or, when its Secret cache
-	// did not sync within its time (a loaded machine), says so: the alert
-	// carries what the kubelet said (docs/testing.md).
+	// The kubelet's message names the Secret, and the alert names it
+	// (text and facts); or, when the kubelet's Secret cache did not sync
+	// within its time (a loaded machine), the alert says what the kubelet
+	// said (docs/testing.md).
+	named := func(d delivery) bool {
+		return d.Facts["missingKind"] == "Secret" && d.Facts["missingName"] == "db-credentials" && strings.Contains(d.Text, "Secret config/db-credentials not found")
+	}
 	if d := got[0]; d.Incident.Rule != "pod-config-error" || d.Incident.Reason != "CreateContainerConfigError" ||
-		!strings.Contains(d.Text, `secret "db-credentials" not found`) && !strings.Contains(d.Text, "failed to sync secret cache") {
-		t.Errorf("first delivery: %s %s %s %q; want pod-config-error CreateContainerConfigError with the kubelet's message", d.Transition, d.Incident.Rule, d.Incident.Reason, d.Text)
+		!named(d) && !strings.Contains(d.Text, "failed to sync secret cache") {
+		t.Errorf("first delivery: %s %s %s %q %v; want pod-config-error CreateContainerConfigError naming the missing Secret", d.Transition, d.Incident.Rule, d.Incident.Reason, d.Text, d.Facts)
 	}
 	t.Logf("config error: %s", got[0].Text)
 	// The kubelet retries with each sync: still one alert.
