@@ -98,35 +98,49 @@ func (w *Watcher) IndexPodsByWorkload() error {
 	}})
 }
 
-// Team names the team that owns obj: its own herald.io/team annotation,
-// else its workload's (when that kind is cached), else its namespace's
-// (when namespaces are cached); "" when none says. A value longer than a
-// team's name is no team.
+// Team names the team that owns obj (OwningTeam), reading its workload
+// and namespace from the cache; "" when none says.
 func (w *Watcher) Team(obj metav1.Object) string {
-	if t := team(obj.GetAnnotations()); t != "" {
-		return t
-	}
-	ns := obj.GetNamespace()
+	var owner, ns metav1.Object
 	if kind, name := Workload(obj); kind != "Pod" || name != obj.GetName() {
-		if owner, ok, err := w.Get(Key{Kind: kind, Namespace: ns, Name: name}); err == nil && ok {
-			if m, err := objectMeta(owner); err == nil {
-				if t := team(m.GetAnnotations()); t != "" {
-					return t
-				}
-			}
+		if o, ok, err := w.Get(Key{Kind: kind, Namespace: obj.GetNamespace(), Name: name}); err == nil && ok {
+			owner, _ = objectMeta(o)
 		}
 	}
-	if ns == "" {
-		return ""
+	if obj.GetNamespace() != "" {
+		ns = w.namespace(obj.GetNamespace())
 	}
-	if m := w.namespace(ns); m != nil {
-		return team(m.GetAnnotations())
-	}
-	return ""
+	t, _ := OwningTeam(obj, owner, ns)
+	return t
 }
 
-func team(ann map[string]string) string {
-	if t := ann[TeamAnnotation]; len(t) <= maxTeam {
+// OwningTeam is the herald.io/team that owns obj, and where it was read.
+// The namespace's decides: whoever may annotate namespaces (an admin)
+// assigns ownership, and a tenant who can only create pods there cannot
+// claim another team's routes and pages by annotating a pod. Only in a
+// namespace that names no team do its workload's (workload may be nil),
+// then the object's own, count; a cluster-scoped object (a Node) has only
+// its own. A value longer than a team's name is no team.
+func OwningTeam(obj, workload, namespace metav1.Object) (team, from string) {
+	if namespace != nil {
+		if t := teamOf(namespace); t != "" {
+			return t, "namespace " + namespace.GetName()
+		}
+	}
+	if workload != nil {
+		if t := teamOf(workload); t != "" {
+			kind, name := Workload(obj)
+			return t, kind + " " + name
+		}
+	}
+	if t := teamOf(obj); t != "" {
+		return t, "the object"
+	}
+	return "", ""
+}
+
+func teamOf(m metav1.Object) string {
+	if t := m.GetAnnotations()[TeamAnnotation]; len(t) <= maxTeam {
 		return t
 	}
 	return ""

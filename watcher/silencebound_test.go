@@ -3,6 +3,8 @@ package watcher
 import (
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSilenceUntilIsBounded: a pod's herald.io/silence-until is kept in
@@ -51,6 +53,36 @@ func TestTeamIsKeptAndBounded(t *testing.T) {
 			if _, ok := c.Annotations["unrelated"]; ok {
 				t.Errorf("%s: an unrelated annotation was cached", name)
 			}
+		}
+	}
+}
+
+// TestOwningTeamNamespaceDecides: a pod's author cannot claim another
+// team where the namespace names one; only in a namespace without a team
+// do the workload's, then the object's annotations count.
+func TestOwningTeamNamespaceDecides(t *testing.T) {
+	withTeam := func(name, team string) metav1.Object {
+		m := &metav1.ObjectMeta{Name: name}
+		if team != "" {
+			m.Annotations = map[string]string{TeamAnnotation: team}
+		}
+		return m
+	}
+	pod := withTeam("web-1", "payments")
+	for _, tc := range []struct {
+		name         string
+		workload, ns metav1.Object
+		team, from   string
+	}{
+		{"the namespace's wins over a pod's claim", withTeam("web", "payments"), withTeam("sandbox", "sandbox"), "sandbox", "namespace sandbox"},
+		{"no team on the namespace: the workload's", withTeam("web", "search"), withTeam("shared", ""), "search", "Pod web-1"},
+		{"nothing else: the object's", nil, withTeam("shared", ""), "payments", "the object"},
+		{"a cluster-scoped object: its own", nil, nil, "payments", "the object"},
+		{"too long is no team", nil, withTeam("ns", strings.Repeat("x", maxTeam+1)), "payments", "the object"},
+	} {
+		got, from := OwningTeam(pod, tc.workload, tc.ns)
+		if got != tc.team || from != tc.from {
+			t.Errorf("%s: %q from %q, want %q from %q", tc.name, got, from, tc.team, tc.from)
 		}
 	}
 }

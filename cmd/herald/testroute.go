@@ -42,25 +42,17 @@ func newRouteBook(cfg *config.Config, objs []runtime.Object) *routeBook {
 	return b
 }
 
-// team is the herald.io/team of obj, its workload or its namespace, as
-// herald reads it (watcher.Team), from the objects tested.
+// team is the team that owns obj as herald reads it (watcher.OwningTeam),
+// from the objects tested.
 func (b *routeBook) team(obj metav1.Object) (team, from string) {
-	if t := obj.GetAnnotations()[config.AnnotationTeam]; t != "" {
-		return t, "the object"
-	}
+	var owner, ns metav1.Object
 	if kind, name := watcher.Workload(obj); kind != "Pod" || name != obj.GetName() {
-		if w, ok := b.byKey[watcher.Key{Kind: kind, Namespace: obj.GetNamespace(), Name: name}]; ok {
-			if t := w.GetAnnotations()[config.AnnotationTeam]; t != "" {
-				return t, kind + " " + name
-			}
-		}
+		owner = b.byKey[watcher.Key{Kind: kind, Namespace: obj.GetNamespace(), Name: name}]
 	}
-	if ns, ok := b.byKey[watcher.Key{Kind: "Namespace", Name: obj.GetNamespace()}]; ok {
-		if t := ns.GetAnnotations()[config.AnnotationTeam]; t != "" {
-			return t, "namespace " + ns.GetName()
-		}
+	if obj.GetNamespace() != "" {
+		ns = b.byKey[watcher.Key{Kind: "Namespace", Name: obj.GetNamespace()}]
 	}
-	return "", ""
+	return watcher.OwningTeam(obj, owner, ns)
 }
 
 // print writes where f goes and why.
@@ -81,7 +73,7 @@ func (b *routeBook) print(out io.Writer, obj metav1.Object, f rules.Finding) {
 	}
 	if team, from = b.team(obj); team != "" {
 		s.Team = team
-		fmt.Fprintf(out, "  team:  %s (from %s)\n", team, from)
+		fmt.Fprintf(out, "  team:  %q (from %s)\n", team, from) // quoted: an annotation may hold escapes
 	}
 	d := b.table.Decide(s)
 	via := "no route matched: the rule's sinks"

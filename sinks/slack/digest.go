@@ -60,6 +60,11 @@ func renderDigest(title string, ns []incident.Notification, cluster string) Mess
 		title = cluster + " · " + title
 	}
 	blocks := []slack.Block{slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, truncate(title, maxHeader), true, false))}
+	if m := digestMentions(ns); m != "" {
+		// A storm is when the team must hear: the dispatcher splits
+		// digests by destination, so these are one route's people.
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(m), nil, nil))
+	}
 	ids := make([]any, 0, len(ns))
 	for _, n := range ns {
 		ids = append(ids, n.ID())
@@ -95,4 +100,20 @@ func renderDigest(title string, ns []incident.Notification, cluster string) Mess
 		Blocks:   blocks,
 		Metadata: slack.SlackMetadata{EventType: metadataType, EventPayload: map[string]any{"ids": ids, "transition": "digest"}},
 	}
+}
+
+// digestMentions are the mentions of the digest's firing and repeat
+// notifications, each once.
+func digestMentions(ns []incident.Notification) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range ns {
+		for _, m := range strings.Fields(mentions(n)) {
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -55,4 +56,27 @@ func TestRefusedChannelFallsBackToDefault(t *testing.T) {
 			t.Fatalf("want the refusal as an error, got %v", err)
 		}
 	})
+}
+
+// TestMentionsSurviveLongText: text from the cluster long enough to be
+// cut (an image name of '<', which escaping makes four times longer)
+// never cuts the mentions off the message; a digest in a storm carries
+// its members' mentions too.
+func TestMentionsSurviveLongText(t *testing.T) {
+	n := note(incident.Firing, 1, "3")
+	n.Incident.Text = strings.Repeat("<", 5000)
+	n.Incident.Facts = map[string]string{"message": strings.Repeat("<", 5000)}
+	n.Incident.Mentions = []string{"S0PAYMENTS1", "U0ALICE01"}
+	msg := Render(n, "prod", n.Time)
+	b, _ := json.Marshal(msg.Blocks)
+	for _, want := range []string{"<!subteam^S0PAYMENTS1>", "<@U0ALICE01>"} {
+		if !strings.Contains(string(b), strings.NewReplacer("<", `\u003c`, ">", `\u003e`).Replace(want)) {
+			t.Errorf("%s cut off by long text", want)
+		}
+	}
+	d := RenderDigest([]incident.Notification{n, note(incident.Firing, 1, "4")}, "prod")
+	b, _ = json.Marshal(d.Blocks)
+	if !strings.Contains(string(b), `\u003c!subteam^S0PAYMENTS1\u003e`) {
+		t.Errorf("a storm's digest does not mention the team: %s", b)
+	}
 }

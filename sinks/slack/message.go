@@ -125,6 +125,11 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, truncate(headline, maxHeader), true, false)),
 		slack.NewSectionBlock(mrkdwn(truncate(lead(n, now), maxSection)), nil, nil),
 	}
+	if m := mentions(n); m != "" {
+		// A block of its own: text from the cluster, however long, cut
+		// in the lead, can never cut the mentions off.
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(m), nil, nil))
+	}
 	open := n.Transition != incident.Resolved && n.Transition != incident.Silenced
 	if open {
 		blocks = append(blocks, contextBlocks(n, now)...)
@@ -155,7 +160,7 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 }
 
 // lead is the message's first section: the state and the one sentence
-// that says what happened, then who is asked to look.
+// that says what happened.
 func lead(n incident.Notification, now time.Time) string {
 	inc := n.Incident
 	detail := escape(sinks.Detail(inc))
@@ -177,9 +182,6 @@ func lead(n incident.Notification, now time.Time) string {
 	}
 	if c := sinks.Covers(inc); c != "" && n.Transition != incident.Resolved {
 		lines = append(lines, ":link: "+escape(c))
-	}
-	if m := mentions(n); m != "" {
-		lines = append(lines, m)
 	}
 	var out []string
 	for _, l := range lines {
