@@ -92,12 +92,25 @@ func (c *Config) validateCredentials(p string, s *Sink, add func(string, string,
 		} else {
 			plainCredentials(p+".webhook.url", w.URL, what, w.Insecure, add)
 		}
-		// A destination gets the same headers.
+		// A destination gets the same headers: never over plain http://,
+		// and never to another host, which would hand one receiver's
+		// credential to another.
+		sinkURL := w.URL
+		if w.URLFrom != nil {
+			sinkURL = w.URLFrom.resolved.Reveal()
+		}
 		for _, name := range slices.Sorted(maps.Keys(w.Destinations)) {
-			if d := w.Destinations[name]; d != nil && d.URLFrom != nil {
-				plainCredentials(p+".webhook.destinations."+name+".urlFrom", d.URLFrom.resolved.Reveal(), what, w.Insecure, add)
-			} else if d != nil {
-				plainCredentials(p+".webhook.destinations."+name+".url", d.URL, what, w.Insecure, add)
+			d := w.Destinations[name]
+			if d == nil {
+				continue
+			}
+			q, raw := p+".webhook.destinations."+name+".url", d.URL
+			if d.URLFrom != nil {
+				q, raw = p+".webhook.destinations."+name+".urlFrom", d.URLFrom.resolved.Reveal()
+			}
+			plainCredentials(q, raw, what, w.Insecure, add)
+			if len(w.Headers)+len(w.HeadersFrom) > 0 && !sameHost(sinkURL, raw) {
+				add(q, "this destination is on another host than the sink's url, and would get the sink's headers (credentials for that host): make it a webhook sink of its own with its own headers")
 			}
 		}
 	}
@@ -116,4 +129,15 @@ func (c *Config) validateCredentials(p string, s *Sink, add func(string, string,
 	if sl := s.Slack; sl != nil && sl.Token != nil && sl.APIURL != "" {
 		plainCredentials(p+".slack.apiURL", sl.APIURL, "the bot token", sl.Insecure, add)
 	}
+}
+
+// sameHost reports whether two URLs name the same host and port; true
+// when either is not known (a secret not read offline).
+func sameHost(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if a == "" || b == "" || errA != nil || errB != nil {
+		return true
+	}
+	return strings.EqualFold(ua.Host, ub.Host)
 }

@@ -120,3 +120,28 @@ sinks:
 		t.Fatalf("want the destination's plain http refused, got %v", err)
 	}
 }
+
+// TestDestinationOnAnotherHostWithHeaders: a webhook destination gets the
+// sink's headers, so one on another host would receive credentials meant
+// for the sink's receiver: refused; on the same host, or without
+// headers, fine.
+func TestDestinationOnAnotherHostWithHeaders(t *testing.T) {
+	cfg := func(headers, dest string) string {
+		return `rules: [{name: r, kind: Pod, detector: crashloop, sinks: [hook]}]
+sinks:
+  - name: hook
+    webhook:
+      url: https://a.example.invalid/hook
+` + headers + `      destinations: {team: {url: "` + dest + `"}}
+`
+	}
+	const auth = "      headers: {X-Api-Key: k}\n"
+	if _, err := Parse("c.yaml", []byte(cfg(auth, "https://b.example.invalid/hook"))); err == nil || !strings.Contains(err.Error(), "sinks[0].webhook.destinations.team.url: this destination is on another host") {
+		t.Fatalf("want another host refused, got %v", err)
+	}
+	for _, ok := range []string{cfg(auth, "https://a.example.invalid/other"), cfg("", "https://b.example.invalid/hook")} {
+		if _, err := Parse("c.yaml", []byte(ok)); err != nil {
+			t.Errorf("refused: %v\n%s", err, ok)
+		}
+	}
+}
