@@ -19,8 +19,10 @@ import (
 // get informers (started at once), kinds no rule needs any more are
 // stopped, incidents of removed rules resolve ("rule removed"), and every
 // object of the watched kinds is queued so the new rules see what exists.
-// ctx bounds handing the resolutions to the sinks.
-func (c *Controller) Reload(ctx context.Context, set *rules.Set) error {
+// changed names the rules kept whose definition changed: an incident of
+// theirs that resolves before its problem is seen again says so. ctx
+// bounds handing the resolutions to the sinks.
+func (c *Controller) Reload(ctx context.Context, set *rules.Set, changed map[string]bool) error {
 	old := c.rules.Load()
 	// A new rule that reads fields the compact pod cache dropped makes
 	// the pod informer list again, whole (below).
@@ -74,6 +76,7 @@ func (c *Controller) Reload(ctx context.Context, set *rules.Set) error {
 			removed[name] = true
 		}
 	}
+	c.Incidents.RuleChanged(changed)
 	resolved := 0
 	if len(removed) > 0 {
 		err := c.outbox.hand(ctx, func() []incident.Notification {
@@ -83,7 +86,9 @@ func (c *Controller) Reload(ctx context.Context, set *rules.Set) error {
 			return notes
 		})
 		if err != nil {
-			return fmt.Errorf("resolving the incidents of removed rules: %w", err)
+			// Only when ctx ends (herald stopping): the rules are in
+			// force, and the ledger keeps what was not handed on.
+			c.Logger.Warn("resolutions of removed rules not handed to the sinks; the ledger keeps them", "error", err)
 		}
 	}
 	queued := 0

@@ -134,6 +134,10 @@ func Detail(inc incident.Incident) string {
 func Ended(inc incident.Incident) string {
 	kind := strings.ToLower(inc.Object.Kind)
 	switch inc.Ended {
+	case incident.EndedRuleRemoved:
+		return "not a recovery: its rule was removed from the configuration"
+	case incident.EndedRuleChanged:
+		return "not a recovery: its rule changed (a configuration reload) and no longer reports it; the problem may remain"
 	case incident.EndedDeleted:
 		if inc.Grouped {
 			return "its last affected pod was deleted"

@@ -112,7 +112,7 @@ func (r *reloader) apply(ctx context.Context) error {
 	// The routes first, so the objects Reload queues are routed anew;
 	// back to the old ones if the rules cannot go in.
 	r.ctrl.SetRoutes(routesOf(cfg))
-	if err := r.ctrl.Reload(ctx, set); err != nil {
+	if err := r.ctrl.Reload(ctx, set, changedRules(r.current, cfg)); err != nil {
 		r.ctrl.SetRoutes(routesOf(r.current))
 		return err
 	}
@@ -131,4 +131,20 @@ func fileHash(path string) []byte {
 	}
 	h := sha256.Sum256(data)
 	return h[:]
+}
+
+// changedRules names the rules in both configurations whose definition
+// differs.
+func changedRules(old, cur *config.Config) map[string]bool {
+	before := map[string]config.Rule{}
+	for _, r := range old.Rules {
+		before[r.Name] = r
+	}
+	changed := map[string]bool{}
+	for _, r := range cur.Rules {
+		if prev, ok := before[r.Name]; ok && !reflect.DeepEqual(prev, r) {
+			changed[r.Name] = true
+		}
+	}
+	return changed
 }

@@ -84,8 +84,8 @@ func TestHotReload(t *testing.T) {
 	var resolved []string
 	for range 2 {
 		got := recv.next(t, 10*time.Second)
-		if got.Transition != "resolved" || got.Incident.Rule != "team-b" || got.Change != "rule removed" {
-			t.Fatalf("after removing team-b: %s %s by %s (%q), want team-b's incidents resolved: rule removed", got.Transition, got.Object.Name, got.Incident.Rule, got.Change)
+		if got.Transition != "resolved" || got.Incident.Rule != "team-b" || got.Change != "rule removed" || got.Incident.Ended != "rule-removed" {
+			t.Fatalf("after removing team-b: %s %s by %s (%q, ended %q), want team-b's incidents resolved: rule removed", got.Transition, got.Object.Name, got.Incident.Rule, got.Change, got.Incident.Ended)
 		}
 		resolved = append(resolved, got.Object.Name)
 	}
@@ -109,6 +109,14 @@ func TestHotReload(t *testing.T) {
 	case p := <-recv.got:
 		t.Errorf("the old sink still got %s %s", p.Transition, p.Object.Name)
 	default:
+	}
+
+	// An exclude added to team-a: a-2's incident resolves because the
+	// rule changed, and says so — not that the pod recovered.
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf("rules:\n  - {name: team-a, kind: Pod, detector: crashloop, labels: \"team=a\", exclude: {names: [a-2]}, sinks: [hook2]}\nsinks:\n  - {name: hook2, webhook: {url: %s/herald}}\n", recv2.URL)), 0o600)
+	waitLog(`msg="configuration reloaded"`, 4)
+	if got := recv2.next(t, 45*time.Second); got.Object.Name != "a-2" || got.Transition != "resolved" || got.Incident.Ended != "rule-changed" {
+		t.Fatalf("after excluding a-2: %s %s ended %q, want a-2 resolved, ended rule-changed", got.Transition, got.Object.Name, got.Incident.Ended)
 	}
 }
 

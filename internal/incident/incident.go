@@ -40,6 +40,12 @@ const (
 	// EndedDeleted: the object (for a grouped incident, its last
 	// affected pod) was deleted.
 	EndedDeleted = "deleted"
+	// EndedRuleRemoved: a configuration reload removed its rule.
+	EndedRuleRemoved = "rule-removed"
+	// EndedRuleChanged: a configuration reload changed its rule (a new
+	// exclude, condition or selector), which no longer finds the problem
+	// — the problem itself may remain.
+	EndedRuleChanged = "rule-changed"
 )
 
 // Incident is one problem on one object (and container), or on one
@@ -141,6 +147,10 @@ type Incident struct {
 	// RunbookURL is the rule's link for this problem.
 	RunbookURL string `json:"runbook,omitempty"`
 
+	// ruleChanged: a reload changed the incident's rule and its finding
+	// has not been seen since (RuleChanged); if it resolves now, that is
+	// why.
+	ruleChanged bool
 	// members is every member (in memory only); unseen counts members
 	// restored from the ledger and not seen since (members.go).
 	members map[string]struct{}

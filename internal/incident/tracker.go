@@ -187,7 +187,8 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 		joined = true
 	}
 	// The rule may have been reloaded: its current settings and sinks
-	// apply from now on.
+	// apply from now on, and it still finds the problem.
+	inc.ruleChanged = false
 	inc.repeat, inc.restartStep, inc.updateEvery, inc.Sinks, inc.Channel = f.Repeat, f.RestartStep, f.UpdateInterval, f.Sinks, f.Channel
 	inc.Route, inc.Dest, inc.Mentions = f.Route, f.Dest, f.Mentions
 	inc.NoContext, inc.NoLogs, inc.RunbookURL = f.NoContext, f.NoLogs, f.RunbookURL
@@ -313,8 +314,11 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 	t.unindex(object, fp)
 	t.removeOpen(fp)
 	inc.ResolvedAt, inc.Ended = now, EndedRecovered
-	if gone {
+	switch {
+	case gone:
 		inc.Ended = EndedDeleted
+	case inc.ruleChanged:
+		inc.Ended = EndedRuleChanged
 	}
 	t.retire(inc)
 	return t.notify(inc, Resolved, now, "")

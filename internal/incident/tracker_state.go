@@ -24,6 +24,19 @@ func (t *Tracker) MemberKeys() []string {
 // by a configuration reload.
 const RuleRemoved = "rule removed"
 
+// RuleChanged marks the open incidents of rules a reload changed: one
+// that resolves before its problem is seen again resolved because of the
+// change, and its message says so rather than claim a recovery.
+func (t *Tracker) RuleChanged(changed map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, inc := range t.open {
+		if changed[inc.Rule] {
+			inc.ruleChanged = true
+		}
+	}
+}
+
 // ResolveRules resolves the open incidents of removed rules (a
 // configuration reload took them away): each announced one says
 // "resolved: rule removed", so no message stays red forever; one never
@@ -43,7 +56,7 @@ func (t *Tracker) ResolveRules(removed map[string]bool, now time.Time) []Notific
 		t.removeOpen(fp)
 		delete(t.held, fp)
 		inc.HeldUntil, inc.ResolvingSince = time.Time{}, time.Time{}
-		inc.ResolvedAt = now
+		inc.ResolvedAt, inc.Ended = now, EndedRuleRemoved
 		t.retire(inc)
 		if n, ok := t.notify(inc, Resolved, now, RuleRemoved); ok {
 			notes = append(notes, n)

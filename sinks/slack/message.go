@@ -53,10 +53,12 @@ func truncate(s string, n int) string {
 // emoji shows the state at a glance: over, muted, otherwise the severity.
 // A muted incident must not keep the red of one that needs someone now.
 func emoji(n incident.Notification) string {
-	switch n.Transition {
-	case incident.Resolved:
+	switch {
+	case n.Transition == incident.Resolved && (n.Incident.Ended == incident.EndedRuleRemoved || n.Incident.Ended == incident.EndedRuleChanged):
+		return ":heavy_minus_sign:" // closed, not fixed
+	case n.Transition == incident.Resolved:
 		return ":white_check_mark:"
-	case incident.Silenced:
+	case n.Transition == incident.Silenced:
 		return ":mute:"
 	}
 	switch n.Incident.Severity {
