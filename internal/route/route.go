@@ -45,8 +45,9 @@ type Decision struct {
 	Routes []string
 	Sinks  []string
 	// Dest is, by sink, the Slack channel or named destination a route
-	// chose; Channel the rule's (or an allowed annotation's) Slack channel
-	// when no route matched.
+	// chose; Channel the rule's Slack channel (or, when no route matched,
+	// one an allowed annotation chose), for a Slack sink a route gave no
+	// channel.
 	Dest     map[string]string
 	Channel  string
 	Mentions []string
@@ -122,8 +123,11 @@ func (t *Table) Decide(s Subject) Decision {
 			}
 		}
 	}
+	// The rule's own channel stands wherever a route names none for a
+	// Slack sink: the operator chose it for this rule.
+	d.Channel = s.RuleChannel
 	if len(d.Routes) == 0 {
-		d.Sinks, d.Channel = slices.Clone(s.RuleSinks), s.RuleChannel
+		d.Sinks = slices.Clone(s.RuleSinks)
 		switch a := s.AnnotatedChannel; {
 		case a == "" || d.Channel != "":
 		case t != nil && t.channels[a]:
@@ -162,18 +166,20 @@ func configuredChannels(cfg *config.Config) map[string]bool {
 }
 
 // take adds a matching route's targets; an earlier route's choice for a
-// sink stands.
+// sink stands, and a target not taken brings no mentions (they would
+// ping another team's people in this one's channel).
 func (d *Decision) take(r config.Route) {
 	d.Routes = append(d.Routes, r.Name)
 	for _, to := range r.To {
-		if !slices.Contains(d.Sinks, to.Sink) {
-			d.Sinks = append(d.Sinks, to.Sink)
-			if dest := cmpOr(to.Channel, to.Destination); dest != "" {
-				if d.Dest == nil {
-					d.Dest = map[string]string{}
-				}
-				d.Dest[to.Sink] = dest
+		if slices.Contains(d.Sinks, to.Sink) {
+			continue
+		}
+		d.Sinks = append(d.Sinks, to.Sink)
+		if dest := cmpOr(to.Channel, to.Destination); dest != "" {
+			if d.Dest == nil {
+				d.Dest = map[string]string{}
 			}
+			d.Dest[to.Sink] = dest
 		}
 		for _, m := range to.Mention {
 			if !slices.Contains(d.Mentions, m) {

@@ -28,7 +28,7 @@ routes:
     continue: true
   - name: shop-pager
     match: {namespaces: ["shop-*"], labels: "tier=web"}
-    to: [{sink: pd}, {sink: slack, channel: "#ignored-second"}]
+    to: [{sink: pd}, {sink: slack, channel: "#ignored-second", mention: [U0PAGERONE1]}]
 `
 
 func table(t *testing.T) *Table {
@@ -56,12 +56,12 @@ func TestDecide(t *testing.T) {
 		channel  string
 		mentions string
 	}{
-		{"team annotation", func(s *Subject) { s.Team = "payments" }, "payments", "slack,pd", map[string]string{"slack": "#payments", "pd": "payments"}, "", "S0PAYMENTS1"},
+		{"team annotation", func(s *Subject) { s.Team = "payments" }, "payments", "slack,pd", map[string]string{"slack": "#payments", "pd": "payments"}, "#crash", "S0PAYMENTS1"},
 		{"continue adds the next route; the first channel stands", func(s *Subject) {
 			s.NamespaceLabels = map[string]string{"team": "shop"}
 			s.Labels = map[string]string{"tier": "web"}
-		}, "shop-critical,shop-pager", "slack,pd", map[string]string{"slack": "#shop"}, "", "U0SHOPONE1"},
-		{"continue with nothing after it", func(s *Subject) { s.NamespaceLabels = map[string]string{"team": "shop"} }, "shop-critical", "slack", map[string]string{"slack": "#shop"}, "", "U0SHOPONE1"},
+		}, "shop-critical,shop-pager", "slack,pd", map[string]string{"slack": "#shop"}, "#crash", "U0SHOPONE1"}, // not U0PAGERONE1: its Slack target was not taken
+		{"continue with nothing after it", func(s *Subject) { s.NamespaceLabels = map[string]string{"team": "shop"} }, "shop-critical", "slack", map[string]string{"slack": "#shop"}, "#crash", "U0SHOPONE1"},
 		{"severity not matched", func(s *Subject) {
 			s.Severity = "warning"
 			s.NamespaceLabels = map[string]string{"team": "shop"}
