@@ -75,6 +75,18 @@ func (c cli) testSend(ctx context.Context, cfg *config.Config, name string, with
 		return refused(err)
 	}
 	fmt.Fprintf(c.stdout, "%s accepted the test notification %s\n", what, n.ID())
+	if t := sc.Type(); t == "pagerduty" || t == "alertmanager" {
+		// A page or an alert stays open (and may escalate) until it is
+		// resolved: close it at once.
+		resolved := n
+		resolved.Transition, resolved.Seq, resolved.Time = incident.Resolved, 2, time.Now()
+		resolved.Incident.Ended, resolved.Incident.ResolvedAt = incident.EndedRecovered, resolved.Time
+		if err := lanes[0].Sink.Send(ctx, resolved); err != nil {
+			fmt.Fprintf(c.stderr, "herald test --send: %s did not take the resolution of the test %s: %s; resolve it by hand\n", what, n.ID(), redactSecrets(err.Error(), secrets))
+			return 1
+		}
+		fmt.Fprintf(c.stdout, "%s resolved it again\n", what)
+	}
 	return 0
 }
 
@@ -91,8 +103,10 @@ func testNotification(sink, cluster string, now time.Time) incident.Notification
 	return incident.Notification{
 		Transition: incident.Firing, Seq: 1, Time: now,
 		Incident: incident.Incident{
-			ID: id, Fingerprint: id, Rule: "herald-test", Severity: "info", Reason: "Test",
-			Object: rules.ObjectRef{Kind: "Herald", Name: "test"}, Sinks: []string{sink}, FirstSeen: now,
+			// The reason is what messages lead with ("prod-eu · herald:
+			// Test notification from herald"); no kind, so no kubectl hint.
+			ID: id, Fingerprint: id, Rule: "herald-test", Severity: "info", Reason: "Test notification from herald",
+			Object: rules.ObjectRef{Name: "herald"}, Sinks: []string{sink}, FirstSeen: now,
 			Title: "Test notification from herald" + where + ": nothing is wrong",
 			Text: "This is a test sent by `herald test --send " + sink + "`" + where + " at " + now.UTC().Format(time.RFC3339) +
 				" to check that herald can reach this destination. Nothing is wrong; no action is needed.",

@@ -185,6 +185,9 @@ func TestSendTestNotification(t *testing.T) {
 			if !strings.Contains(got, "Test notification from herald") || !strings.Contains(got, "herald test --send "+tt.sink) {
 				t.Errorf("the destination got %q; want the test notification, marked as such", got)
 			}
+			if tt.sink == "page" && !strings.Contains(got, `"event_action":"resolve"`) {
+				t.Errorf("the test page was left open (no resolve): %q", got)
+			}
 			if tt.sink == "chat" && !strings.Contains(got, "in cluster prod-eu") {
 				t.Errorf("the Slack message does not name the configured cluster: %q", got)
 			}
