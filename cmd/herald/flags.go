@@ -55,7 +55,11 @@ func parseFlags(fs *flag.FlagSet, synopsis string, args []string, stdout, stderr
 func parseNoArgs(fs *flag.FlagSet, synopsis string, args []string, stdout, stderr io.Writer) (exit int, ok bool) {
 	pos, exit, ok := parseFlags(fs, synopsis, args, stdout, stderr)
 	if ok && len(pos) > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n\n", fs.Name(), pos[0])
+		hint := ""
+		if fs.Lookup("f") != nil && (strings.HasSuffix(pos[0], ".yaml") || strings.HasSuffix(pos[0], ".yml")) {
+			hint = fmt.Sprintf(" (the configuration file? -f %s)", pos[0])
+		}
+		fmt.Fprintf(stderr, "%s: unexpected argument %q%s\n\n", fs.Name(), pos[0], hint)
 		printUsage(stderr, fs, synopsis)
 		return 2, false
 	}

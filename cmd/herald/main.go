@@ -22,7 +22,7 @@ const usage = `herald watches a Kubernetes cluster and notifies people when some
 Usage:
   herald run -f FILE [--kubeconfig FILE] [--context NAME] [--log-format json|text] [--log-level LEVEL]
   herald validate -f FILE [--offline]
-  herald test -f FILE (--object OBJECTS.yaml ... | --live)
+  herald test -f FILE (--object OBJECTS.yaml ... | --live) [--route]
   herald test -f FILE --send SINK
   herald incidents [--namespace NS] [-o table|json]
   herald silence create (--namespace NS | --all-namespaces) (--workload W | --name GLOB | --rule R | ...) (--for 2h | --until TIME) --comment TEXT

@@ -82,6 +82,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintln(errOut, err)
 		return 1
 	}
+	for _, w := range configWarnings(cfg) {
+		logger.Warn(w, "config", *configPath)
+	}
 	reg := prometheus.NewRegistry()
 	ignoredEvents := newIgnoredEvents(reg, logger)
 	ignoredEvents.install(ruleSet)

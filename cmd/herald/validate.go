@@ -54,8 +54,14 @@ func cmdValidate(args []string, out, errOut io.Writer) int {
 	configPath := fs.String("config", "", "path of the configuration file")
 	fs.StringVar(configPath, "f", "", "shorthand for --config")
 	offline := fs.Bool("offline", false, "check everything but the secrets and TLS files, and list those instead (for CI pipelines without the production secrets)")
-	if code, ok := parseNoArgs(fs, "herald validate -f FILE [--offline]", args, out, errOut); !ok {
+	const synopsis = "herald validate -f FILE [--offline]"
+	if code, ok := parseNoArgs(fs, synopsis, args, out, errOut); !ok {
 		return code
+	}
+	if *configPath == "" {
+		fmt.Fprintf(errOut, "herald validate: which file? give -f FILE\n\n")
+		printUsage(errOut, fs, synopsis)
+		return 2
 	}
 	load := config.Load
 	if *offline {

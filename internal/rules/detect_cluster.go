@@ -215,7 +215,24 @@ func detectWarningEvents(obj runtime.Object, p Params, now time.Time) ([]Detecti
 	return []Detection{{Reason: truncate(ev.Reason, MaxEventReason), RecheckAfter: wait,
 		Object: &ObjectRef{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: string(r.UID)},
 		Facts:  map[string]string{"count": strconv.Itoa(count), "note": ev.Note, "reportingController": ev.ReportingController},
-		Detail: fmt.Sprintf("%s (%d× in the last %s)", ev.Note, count, p.Window)}}, nil
+		Detail: fmt.Sprintf("%s (%d× in the last %s)", ev.Note, count, window(p.Window))}}, nil
+}
+
+// window says a detector's window as people read it: "15 min", "1 h",
+// "1 h 30 min" (a window is whole minutes in practice; seconds only
+// below one).
+func window(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	}
+	h, m := int(d.Hours()), int(d.Minutes())%60
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%d min", m)
+	case m == 0:
+		return fmt.Sprintf("%d h", h)
+	}
+	return fmt.Sprintf("%d h %d min", h, m)
 }
 
 func contains(list []string, s string) bool {

@@ -145,3 +145,11 @@ func TestEventReasonIsBounded(t *testing.T) {
 		t.Errorf("a reason of %d characters, want at most %d", n, MaxEventReason)
 	}
 }
+
+func TestWindowReadsAsPeopleSayIt(t *testing.T) {
+	for d, want := range map[time.Duration]string{30 * time.Second: "30 s", 15 * time.Minute: "15 min", time.Hour: "1 h", 90 * time.Minute: "1 h 30 min"} {
+		if got := window(d); got != want {
+			t.Errorf("window(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
