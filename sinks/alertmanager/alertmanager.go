@@ -138,7 +138,8 @@ func (s *Sink) post(ctx context.Context, i int, body []byte) error {
 	answer, err := sinks.Post(ctx, s.client, s.endpoint[i], header, body, fmt.Sprintf("alertmanager %s (%s)", s.opts.Name, s.redacted[i]))
 	if ok, _ := sinks.IsRetryable(err); err != nil && !ok {
 		// Alertmanager says what it rejected (a bad label, say).
-		return fmt.Errorf("%w: %s", err, sinks.Reason(answer))
+		// Never what it may echo of the request's credentials.
+		return fmt.Errorf("%w: %s", err, sinks.ReasonHiding(answer, s.endpoint[i], s.opts.BearerToken, s.opts.Password, header.Get("Authorization")))
 	}
 	return err
 }

@@ -116,7 +116,13 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	header.Set("User-Agent", s.opts.UserAgent)
 	answer, err := sinks.Post(ctx, s.client, s.opts.URL, header, body, s.what)
 	if ok, _ := sinks.IsRetryable(err); err != nil && !ok {
-		return fmt.Errorf("%w: %s", err, sinks.Reason(answer)) // PagerDuty says what it found invalid
+		// PagerDuty says what it found invalid; a proxy may echo the
+		// event, routing key included: never that.
+		keys := []string{s.opts.RoutingKey}
+		for _, k := range s.opts.Destinations {
+			keys = append(keys, k)
+		}
+		return fmt.Errorf("%w: %s", err, sinks.ReasonHiding(answer, s.opts.URL, keys...))
 	}
 	return err
 }

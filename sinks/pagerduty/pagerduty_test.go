@@ -2,6 +2,9 @@ package pagerduty
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"log/slog"
 	"strings"
 	"sync"
@@ -137,5 +140,21 @@ func TestHostileFactsStayWithinLimits(t *testing.T) {
 	n.Context = &incident.Context{Logs: &incident.Logs{Lines: []string{strings.Repeat("€", 50<<10)}}}
 	if err := newSink(t, pd.URL, routingKey).Send(context.Background(), n); err != nil {
 		t.Fatalf("%v (%v)", err, pd.Invalid())
+	}
+}
+
+// TestRefusalEchoingTheKeyHidesIt: a proxy in front of the Events API
+// that echoes the event it refused never gets the routing key into
+// herald's errors (and so its log).
+func TestRefusalEchoingTheKeyHidesIt(t *testing.T) {
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(append([]byte("refused: "), body...))
+	}))
+	t.Cleanup(echo.Close)
+	err := newSink(t, echo.URL, routingKey).Send(context.Background(), notification(incident.Firing, 1))
+	if err == nil || strings.Contains(err.Error(), routingKey) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("error = %v; want the refusal without the routing key", err)
 	}
 }
