@@ -150,3 +150,19 @@ func TestBadSelectorsArePlaced(t *testing.T) {
 		t.Fatalf("want a placed selector error, got %v", errs)
 	}
 }
+
+// BenchmarkDecide: routing runs once per reconcile of an object with
+// findings (never for a healthy one); its cost beside a reconcile's.
+func BenchmarkDecide(b *testing.B) {
+	cfg, err := config.Parse("routes.yaml", []byte(cfgText))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tab, _ := Compile(cfg)
+	s := Subject{Namespace: "shop-eu", NamespaceLabels: map[string]string{"team": "shop"}, Labels: map[string]string{"tier": "web", "app": "checkout"},
+		Rule: "crash", Severity: "critical", Reason: "CrashLoopBackOff", RuleSinks: []string{"slack"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		tab.Decide(s)
+	}
+}
