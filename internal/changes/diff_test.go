@@ -71,7 +71,9 @@ func TestDiff(t *testing.T) {
 		{"Args", func(p *corev1.PodTemplateSpec) { app(p).Args[0] = "--token=tok-new999" }, "args changed"},
 		{"Command", func(p *corev1.PodTemplateSpec) { app(p).Command = []string{"/checkout2"} }, "command changed"},
 		{"InitArgs", func(p *corev1.PodTemplateSpec) { p.Spec.InitContainers[0].Args = nil }, "args changed (migrate)"},
-		{"Limits", func(p *corev1.PodTemplateSpec) { app(p).Resources.Limits[corev1.ResourceMemory] = resource.MustParse("512Mi") },
+		{"Limits", func(p *corev1.PodTemplateSpec) {
+			app(p).Resources.Limits[corev1.ResourceMemory] = resource.MustParse("512Mi")
+		},
 			"limits memory 256Mi → 512Mi"},
 		{"Requests", func(p *corev1.PodTemplateSpec) {
 			delete(app(p).Resources.Requests, corev1.ResourceCPU)

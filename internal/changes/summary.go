@@ -80,16 +80,7 @@ func (s Summary) String() string {
 }
 
 // clip bounds a quoted string, marking the cut.
-func clip(s string) string {
-	if len(s) <= maxText {
-		return s
-	}
-	cut := maxText
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clip(s string) string { return clipTo(s, maxText) }
 
 // imageChange writes old → new, sharing the repository when only the tag
 // or digest differs: "shop/checkout:1.8.2 → 1.9.0".
