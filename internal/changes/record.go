@@ -97,8 +97,12 @@ func (c *Changes) observe(obj any) {
 	w.digest = d
 	by, at := specWriter(v.meta)
 	prev := w.rollouts[len(w.rollouts)-1].At
-	if at.Before(prev) || at.After(now.Add(time.Minute)) || now.Sub(at) > 5*time.Minute {
-		at = now // the entry's time is not this write's
+	// The managed fields' time is in whole seconds and herald sees a
+	// write a moment after it, so its own clock is the finer one, unless
+	// it saw the write late (a relist after a broken watch): then the
+	// entry's time is nearer, if plausibly this write's.
+	if lag := now.Sub(at); lag < 2*time.Second || lag > 5*time.Minute || at.Before(prev) {
+		at = now
 	}
 	r := c.rollout(v, by, at, summary, false)
 	if v.revision == w.rollouts[len(w.rollouts)-1].Revision {
