@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -118,4 +119,45 @@ func BenchmarkRecordMemory(b *testing.B) {
 		runtime.KeepAlive(c)
 	}
 	b.ReportMetric(perWorkload, "heap-B/workload")
+}
+
+// BenchmarkObjectMemory: the heap for 10,000 ConfigMaps and Secrets: the
+// record's entry and what the metadata informer's cache keeps after the
+// transform (bytes/object).
+func BenchmarkObjectMemory(b *testing.B) {
+	const objects = 10000
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	raws := make([][]byte, objects)
+	for i := range raws {
+		m := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("config-%05d", i), Namespace: "shop",
+			UID: types.UID(fmt.Sprintf("8c5f7a0e-0000-4000-8000-%012d", i)), ResourceVersion: fmt.Sprint(100000 + i),
+			Labels: map[string]string{"app": "checkout"}, CreationTimestamp: metav1.NewTime(clk.t)}}
+		raw, err := m.Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws[i] = raw
+	}
+	var perObject float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c := newTestChanges(clk, Options{})
+		cached := make([]any, 0, objects)
+		for _, raw := range raws {
+			var m metav1.PartialObjectMetadata
+			if err := m.Unmarshal(raw); err != nil {
+				b.Fatal(err)
+			}
+			c.observeObject("ConfigMap", &m)
+			cached = append(cached, strip(&m))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perObject = float64(after.HeapAlloc-before.HeapAlloc) / objects
+		runtime.KeepAlive(c)
+		runtime.KeepAlive(cached)
+	}
+	b.ReportMetric(perObject, "heap-B/object")
 }

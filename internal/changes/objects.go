@@ -72,8 +72,7 @@ func (c *Changes) objectInformer(client metadata.Interface, kind string) (cache.
 			return obj, nil
 		}
 		c.observeObject(kind, m)
-		return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}}, nil
+		return strip(m), nil
 	})
 	if err != nil {
 		return nil, err
@@ -87,6 +86,13 @@ func (c *Changes) objectInformer(client metadata.Interface, kind string) (cache.
 		}
 	}})
 	return inf, err
+}
+
+// strip keeps of an object what its informer needs to tell an update
+// from an add and a delete.
+func strip(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}}
 }
 
 // observeObject records one ConfigMap's or Secret's metadata as listed or
