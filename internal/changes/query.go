@@ -30,6 +30,10 @@ type Report struct {
 	// Objects are the ConfigMaps and Secrets the pod template reads that
 	// changed (or were made) within the window, newest first.
 	Objects []ObjectChange
+	// Untracked counts referenced ConfigMaps and Secrets herald does not
+	// track because it tracks MaxObjects already: their changes are
+	// unknown, and the report says so.
+	Untracked int
 }
 
 // ObjectChange is one referenced ConfigMap's or Secret's change.
@@ -69,6 +73,9 @@ func (c *Changes) Before(workload watcher.Key, t time.Time, window time.Duration
 		s := c.objects[objectKey{ref, workload.Namespace}]
 		switch {
 		case s == nil:
+			if c.refusedObjects > 0 {
+				r.Untracked++
+			}
 		case in(s.changed):
 			r.Objects = append(r.Objects, ObjectChange{Ref: ref, At: s.changed, MetaToo: s.metaToo})
 		case in(s.created):
@@ -134,7 +141,10 @@ func (r Report) String() string {
 		}
 		fmt.Fprintf(&b, "%s %s %s before\n", o.Kind, clip(o.Name), what+" "+ago(r.At.Sub(o.At)))
 	}
-	if b.Len() > 0 {
+	if r.Untracked > 0 {
+		fmt.Fprintf(&b, "Changes to %d referenced ConfigMaps or Secrets are unknown: herald tracks a bounded number and more exist\n", r.Untracked)
+	}
+	if len(r.Rollouts) > 0 || len(r.Objects) > 0 {
 		return strings.TrimSuffix(b.String(), "\n")
 	}
 	switch {
@@ -143,10 +153,10 @@ func (r Report) String() string {
 	case !r.Recorded:
 		return "No change record for this workload"
 	case r.Since.After(r.At.Add(-r.Window)):
-		return fmt.Sprintf("No change seen to this workload since herald started watching it at %s (%s before)",
+		return b.String() + fmt.Sprintf("No change seen to this workload since herald started watching it at %s (%s before)",
 			r.Since.UTC().Format("15:04 UTC"), ago(r.At.Sub(r.Since)))
 	}
-	return "No change to this workload in the last " + ago(r.Window)
+	return b.String() + "No change to this workload in the last " + ago(r.Window)
 }
 
 func (r Report) rolloutLine(ro Rollout) string {

@@ -180,6 +180,17 @@ func TestObjects(t *testing.T) {
 	if got := c.Referencing("shop", Ref{"ConfigMap", "unrelated"}); len(got) != 0 {
 		t.Errorf("Referencing unrelated: %v", got)
 	}
+
+	// Over MaxObjects: a referenced object herald could not track is
+	// said to be unknown, not silently absent.
+	c = newTestChanges(clk, Options{MaxObjects: 1})
+	c.observe(deployment(1, "1", "ci", clk.t.Add(-time.Hour)))
+	obj("ConfigMap", "unrelated", "1", nil)
+	obj("ConfigMap", "app-config", "1", nil)
+	got = c.Before(checkout, clk.add(time.Minute), 30*time.Minute).String()
+	if !strings.HasPrefix(got, "Changes to 3 referenced ConfigMaps or Secrets are unknown") {
+		t.Errorf("over MaxObjects: %s", got)
+	}
 }
 
 // TestSpecWriter: "who" is the newest writer that owns part of the spec
