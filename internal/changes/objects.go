@@ -110,7 +110,9 @@ func (c *Changes) observeObject(kind string, m *metav1.PartialObjectMetadata) {
 			s.rv, s.changed, s.metaToo, s.meta = m.ResourceVersion, now, s.meta != meta, meta
 		}
 	case s == nil && len(c.objects) >= c.opts.MaxObjects:
-		c.refusedObjects++
+		if c.refusedObjects++; c.refusedObjects == 1 {
+			c.logger.Warn("change record full: further ConfigMaps and Secrets are not tracked", "max", c.opts.MaxObjects)
+		}
 	default: // new, or deleted and made again
 		c.objects[key] = &objectState{uid: m.UID, rv: m.ResourceVersion, meta: meta, created: m.CreationTimestamp.Time}
 	}

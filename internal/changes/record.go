@@ -61,7 +61,9 @@ func (c *Changes) observe(obj any) {
 	}
 	if w == nil {
 		if len(c.workloads) >= c.opts.MaxWorkloads {
-			c.refused++
+			if c.refused++; c.refused == 1 {
+				c.logger.Warn("change record full: further workloads are not recorded", "max", c.opts.MaxWorkloads, "first", key.String())
+			}
 			return
 		}
 		w = &workload{uid: v.meta.GetUID(), generation: v.generation, revision: v.revision,
