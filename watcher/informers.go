@@ -87,7 +87,7 @@ func (w *Watcher) newKindWatch(kind string) (*kindWatch, error) {
 		}
 		kw.inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.clients.Dynamic), &unstructured.Unstructured{}, options)
 	}
-	if err := kw.inf.SetTransform(transform); err != nil {
+	if err := kw.inf.SetTransform(w.observed(kind, transform)); err != nil {
 		return nil, err
 	}
 	return kw, nil

@@ -93,6 +93,8 @@ type Watcher struct {
 	// handlersSynced are event handlers (outside the watcher) whose
 	// state must be complete before herald reconciles: the silences.
 	handlersSynced []cache.InformerSynced
+	// observers see a kind's objects before the transform (observe.go).
+	observers map[string][]func(any)
 }
 
 // WaitAlsoFor makes WaitForCacheSync and Synced wait for synced too: an

@@ -38,6 +38,7 @@ var allowed = map[string][]string{
 	"internal/ratelog":   {},
 	"internal/redact":    {},
 	"internal/silence":   {"config", "internal/incident", "watcher"},
+	"internal/changes":   {"config", "watcher"},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -1,0 +1,178 @@
+package changes
+
+import (
+	"hash/maphash"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// digest is what the change record keeps of a pod template: enough to say
+// what changed at the next rollout, and which ConfigMaps and Secrets the
+// pods read, but no value. Values (env, args, command, probes, volume
+// sources) are kept only as hashes under a seed chosen per process and
+// never printed: they can tell "changed" from "same" and nothing else.
+type digest struct {
+	hash        uint64 // the whole template
+	containers  []ctrDigest
+	volumes     []named // volume name, hash of its source
+	refs        []Ref   // ConfigMaps and Secrets read, sorted, unique
+	restartedAt string  // kubectl rollout restart's template annotation
+}
+
+type ctrDigest struct {
+	name     string
+	init     bool
+	image    string
+	env      []named // by name, sorted
+	command  uint64
+	args     uint64
+	requests []quantity // sorted by resource name
+	limits   []quantity
+	probes   [3]uint64 // liveness, readiness, startup; 0: none
+}
+
+type named struct {
+	name string
+	hash uint64
+}
+
+type quantity struct{ name, value string }
+
+// Ref names a ConfigMap or Secret a pod template reads (volumes, envFrom,
+// env valueFrom, projected volumes), in the workload's namespace.
+type Ref struct {
+	Kind string // "ConfigMap" or "Secret"
+	Name string
+}
+
+func (r Ref) String() string { return r.Kind + " " + r.Name }
+
+// restartedAtAnnotation is what `kubectl rollout restart` sets in the pod
+// template to roll pods without another change.
+const restartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+
+// hasher hashes template parts under one seed; it is cheap to copy.
+type hasher struct{ seed maphash.Seed }
+
+func (h hasher) str(parts ...string) uint64 {
+	var m maphash.Hash
+	m.SetSeed(h.seed)
+	for _, p := range parts {
+		m.WriteString(p)
+		m.WriteByte(0)
+	}
+	return m.Sum64()
+}
+
+// bytes hashes a marshalled part; a part that does not marshal hashes as
+// its Go representation's absence, which is rare enough (never, for
+// decoded objects) to accept.
+func (h hasher) bytes(b []byte) uint64 { return maphash.Bytes(h.seed, b) }
+
+// marshaler is what the API types' generated protobuf code provides.
+type marshaler interface{ Marshal() ([]byte, error) }
+
+func (h hasher) of(m marshaler) uint64 {
+	b, _ := m.Marshal()
+	return h.bytes(b) | 1 // never 0, which means "none"
+}
+
+// digestOf reduces a pod template to its digest.
+func (h hasher) digestOf(t *corev1.PodTemplateSpec) digest {
+	d := digest{hash: h.of(t), restartedAt: clip(t.Annotations[restartedAtAnnotation])}
+	refs := map[Ref]struct{}{}
+	for i := range t.Spec.InitContainers {
+		d.containers = append(d.containers, h.container(&t.Spec.InitContainers[i], true, refs))
+	}
+	for i := range t.Spec.Containers {
+		d.containers = append(d.containers, h.container(&t.Spec.Containers[i], false, refs))
+	}
+	for i := range t.Spec.Volumes {
+		v := &t.Spec.Volumes[i]
+		d.volumes = append(d.volumes, named{v.Name, h.of(&v.VolumeSource)})
+		volumeRefs(&v.VolumeSource, refs)
+	}
+	slices.SortFunc(d.volumes, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	for r := range refs {
+		d.refs = append(d.refs, r)
+	}
+	slices.SortFunc(d.refs, compareRefs)
+	return d
+}
+
+func compareRefs(a, b Ref) int {
+	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+func (h hasher) container(c *corev1.Container, init bool, refs map[Ref]struct{}) ctrDigest {
+	d := ctrDigest{name: c.Name, init: init, image: c.Image,
+		command: h.str(c.Command...), args: h.str(c.Args...)}
+	for i := range c.Env {
+		e := &c.Env[i]
+		v := h.str(e.Value)
+		if e.ValueFrom != nil {
+			v = h.of(e.ValueFrom)
+			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+				refs[Ref{"ConfigMap", r.Name}] = struct{}{}
+			}
+			if r := e.ValueFrom.SecretKeyRef; r != nil {
+				refs[Ref{"Secret", r.Name}] = struct{}{}
+			}
+		}
+		d.env = append(d.env, named{e.Name, v})
+	}
+	slices.SortFunc(d.env, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	for _, f := range c.EnvFrom {
+		if f.ConfigMapRef != nil {
+			refs[Ref{"ConfigMap", f.ConfigMapRef.Name}] = struct{}{}
+		}
+		if f.SecretRef != nil {
+			refs[Ref{"Secret", f.SecretRef.Name}] = struct{}{}
+		}
+	}
+	d.requests = quantities(c.Resources.Requests)
+	d.limits = quantities(c.Resources.Limits)
+	for i, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		if p != nil {
+			d.probes[i] = h.of(p)
+		}
+	}
+	return d
+}
+
+func quantities(l corev1.ResourceList) []quantity {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make([]quantity, 0, len(l))
+	for name, q := range l {
+		out = append(out, quantity{string(name), q.String()})
+	}
+	slices.SortFunc(out, func(a, b quantity) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// volumeRefs adds the ConfigMaps and Secrets a volume reads.
+func volumeRefs(v *corev1.VolumeSource, refs map[Ref]struct{}) {
+	if v.ConfigMap != nil {
+		refs[Ref{"ConfigMap", v.ConfigMap.Name}] = struct{}{}
+	}
+	if v.Secret != nil {
+		refs[Ref{"Secret", v.Secret.SecretName}] = struct{}{}
+	}
+	if v.Projected != nil {
+		for _, s := range v.Projected.Sources {
+			if s.ConfigMap != nil {
+				refs[Ref{"ConfigMap", s.ConfigMap.Name}] = struct{}{}
+			}
+			if s.Secret != nil {
+				refs[Ref{"Secret", s.Secret.Name}] = struct{}{}
+			}
+		}
+	}
+}

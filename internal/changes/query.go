@@ -1,0 +1,212 @@
+package changes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/herald-k8s/herald/watcher"
+)
+
+// Report is what changed for one workload within a window before a time:
+// what the message layer quotes under a crash alert.
+type Report struct {
+	Workload watcher.Key
+	At       time.Time     // the time asked about (the crash)
+	Window   time.Duration // how far back
+	// Recorded is false when herald keeps no record of the workload (not
+	// a workload kind, not seen, or over MaxWorkloads: Refused).
+	Recorded bool
+	Refused  bool
+	// Since is when herald's record of the workload starts: before it,
+	// herald knows only the last spec write the managed fields name.
+	Since time.Time
+	// Rollouts are those within the window, newest first.
+	Rollouts []Rollout
+	// Undo rolls back every rollout in the window, when herald knows the
+	// revision to return to ("" otherwise).
+	Undo string
+	// Objects are the ConfigMaps and Secrets the pod template reads that
+	// changed (or were made) within the window, newest first.
+	Objects []ObjectChange
+	// Untracked counts referenced ConfigMaps and Secrets herald does not
+	// track because it tracks MaxObjects already: their changes are
+	// unknown, and the report says so.
+	Untracked int
+}
+
+// ObjectChange is one referenced ConfigMap's or Secret's change.
+type ObjectChange struct {
+	Ref
+	At      time.Time
+	Created bool // made within the window rather than changed
+	// MetaToo: its labels or annotations changed at the same time, so
+	// its data may not have.
+	MetaToo bool
+}
+
+// Before reports what changed for workload in (t-window, t].
+func (c *Changes) Before(workload watcher.Key, t time.Time, window time.Duration) Report {
+	r := Report{Workload: workload, At: t, Window: window}
+	from := t.Add(-window)
+	in := func(at time.Time) bool { return at.After(from) && !at.After(t) }
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.workloads[workload]
+	if w == nil {
+		r.Refused = c.refused > 0 && slices.Contains(WorkloadKinds, workload.Kind)
+		return r
+	}
+	r.Recorded, r.Since = true, w.firstSeen
+	oldest := -1
+	for i := len(w.rollouts) - 1; i >= 0; i-- {
+		if ro := w.rollouts[i]; in(ro.At) {
+			r.Rollouts = append(r.Rollouts, ro)
+			oldest = i
+		}
+	}
+	if oldest > 0 {
+		r.Undo = undo(workload, w.rollouts[oldest-1].Revision, oldest == len(w.rollouts)-1)
+	}
+	for _, ref := range w.digest.refs {
+		s := c.objects[objectKey{ref, workload.Namespace}]
+		switch {
+		case s == nil:
+			if c.refusedObjects > 0 {
+				r.Untracked++
+			}
+		case in(s.changed):
+			r.Objects = append(r.Objects, ObjectChange{Ref: ref, At: s.changed, MetaToo: s.metaToo})
+		case in(s.created):
+			r.Objects = append(r.Objects, ObjectChange{Ref: ref, At: s.created, Created: true})
+		}
+	}
+	slices.SortStableFunc(r.Objects, func(a, b ObjectChange) int { return b.At.Compare(a.At) })
+	return r
+}
+
+// undo is the command that returns workload to revision. A Deployment
+// goes back to a named revision; a StatefulSet's or DaemonSet's revisions
+// are numbered apart from what herald sees, so only "the previous one"
+// can be named, and only when one rollout is to be undone.
+func undo(workload watcher.Key, revision string, onlyNewest bool) string {
+	base := "kubectl rollout undo " + strings.ToLower(workload.Kind) + "/" + workload.Name + " -n " + workload.Namespace
+	switch {
+	case workload.Kind == "Deployment" && revision != "":
+		return base + " --to-revision=" + revision
+	case workload.Kind != "Deployment" && onlyNewest:
+		return base
+	}
+	return ""
+}
+
+// Referencing lists the workloads whose pod template reads ref in
+// namespace: when several crash after one ConfigMap changed, the message
+// layer can say they share it.
+func (c *Changes) Referencing(namespace string, ref Ref) []watcher.Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []watcher.Key
+	for key, w := range c.workloads {
+		if key.Namespace == namespace && slices.Contains(w.digest.refs, ref) {
+			out = append(out, key)
+		}
+	}
+	slices.SortFunc(out, func(a, b watcher.Key) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// String writes the report as plain text, one line per change, e.g.
+//
+//	Rolled out 4 min before (revision 7, by argocd): image shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed
+//	Undo: kubectl rollout undo deployment/checkout -n shop --to-revision=6
+//	ConfigMap app-config changed 2 min before
+func (r Report) String() string {
+	var b strings.Builder
+	for _, ro := range r.Rollouts {
+		b.WriteString(r.rolloutLine(ro))
+		b.WriteByte('\n')
+	}
+	if r.Undo != "" {
+		b.WriteString("Undo: " + r.Undo + "\n")
+	}
+	for _, o := range r.Objects {
+		what := "changed"
+		switch {
+		case o.Created:
+			what = "created"
+		case o.MetaToo:
+			what = "changed (its labels or annotations too: the data may not have)"
+		}
+		fmt.Fprintf(&b, "%s %s %s before\n", o.Kind, clip(o.Name), what+" "+ago(r.At.Sub(o.At)))
+	}
+	if r.Untracked > 0 {
+		fmt.Fprintf(&b, "Changes to %d referenced ConfigMaps or Secrets are unknown: herald tracks a bounded number and more exist\n", r.Untracked)
+	}
+	if len(r.Rollouts) > 0 || len(r.Objects) > 0 {
+		return strings.TrimSuffix(b.String(), "\n")
+	}
+	switch {
+	case r.Refused:
+		return "No change record for this workload: herald records at most a set number of workloads, and more are running"
+	case !r.Recorded:
+		return "No change record for this workload"
+	case r.Since.After(r.At.Add(-r.Window)):
+		return b.String() + fmt.Sprintf("No change seen to this workload since herald started watching it at %s (%s before)",
+			r.Since.UTC().Format("15:04 UTC"), ago(r.At.Sub(r.Since)))
+	}
+	return b.String() + "No change to this workload in the last " + ago(r.Window)
+}
+
+func (r Report) rolloutLine(ro Rollout) string {
+	var detail []string
+	switch {
+	case ro.Revision != "":
+		detail = append(detail, "revision "+clip(ro.Revision))
+	case ro.Generation > 0:
+		detail = append(detail, fmt.Sprintf("generation %d", ro.Generation))
+	}
+	if ro.By != "" {
+		detail = append(detail, "by "+ro.By)
+	}
+	head := "Rolled out " + ago(r.At.Sub(ro.At)) + " before"
+	if len(detail) > 0 {
+		head += " (" + strings.Join(detail, ", ") + ")"
+	}
+	what := ro.Summary.String()
+	if ro.Baseline {
+		head = "Spec written " + ago(r.At.Sub(ro.At)) + " before"
+		if len(detail) > 0 {
+			head += " (" + strings.Join(detail, ", ") + ")"
+		}
+		what = "what changed is not known: herald started watching it after"
+		if ro.Created {
+			head, what = "Created "+ago(r.At.Sub(ro.At))+" before", "the first template"
+			if len(detail) > 0 {
+				head += " (" + strings.Join(detail, ", ") + ")"
+			}
+		}
+	}
+	line := head + ": " + what
+	if ro.ChangeCause != "" {
+		line += "; change-cause: " + ro.ChangeCause
+	}
+	if len(ro.Tools) > 0 {
+		line += "; " + strings.Join(ro.Tools, ", ")
+	}
+	return line
+}
+
+// ago writes a duration as people say it in an alert: "40s", "4 min",
+// "2h05".
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%d min", int(d.Round(time.Minute)/time.Minute))
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
+}

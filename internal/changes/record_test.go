@@ -1,0 +1,208 @@
+package changes
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-k8s/herald/watcher"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// clock is a settable test clock.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time                { return c.t }
+func (c *clock) add(d time.Duration) time.Time { c.t = c.t.Add(d); return c.t }
+
+var checkout = watcher.Key{Kind: "Deployment", Namespace: "shop", Name: "checkout"}
+
+// deployment is checkout at a generation and revision, its spec last
+// written by manager at when.
+func deployment(gen int64, revision, manager string, when time.Time) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: "shop", UID: "u1", Generation: gen,
+		CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		Annotations:       map[string]string{}}}
+	if revision != "" {
+		d.Annotations[revisionAnnotation] = revision
+	}
+	mt := metav1.NewTime(when)
+	d.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &mt,
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:template":{}}}`)}},
+		// Later writers that do not own the spec: not "who".
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr(metav1.NewTime(when.Add(time.Second))),
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}},"f:labels":{"f:spec":{}}}}`)}},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: ptr(metav1.NewTime(when.Add(2 * time.Second))),
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{},"f:status":{}}`)}},
+	}
+	d.Spec.Template = *template()
+	return d
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func newTestChanges(clk *clock, opts Options) *Changes {
+	opts.Now = clk.now
+	return newChanges(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// TestRecord: herald's first sight is a baseline; a template change is a
+// rollout with its diff, its writer and (once the controller sets it) its
+// revision; Before finds it within the window with the undo command, and
+// says "no change" once the window has passed it.
+func TestRecord(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{Redact: func(s string) string { return strings.ReplaceAll(s, "hunter2", "<redacted>") }})
+	c.observe(deployment(3, "1", "helm", clk.t.Add(-time.Hour)))
+
+	// Scaled: a new generation, the same template: no rollout.
+	c.observe(deployment(4, "1", "kubectl-scale", clk.add(time.Minute)))
+
+	d := deployment(5, "1", "argocd", clk.add(time.Minute))
+	d.Spec.Template.Spec.Containers[0].Image = "shop/checkout:1.9.0"
+	d.Spec.Template.Spec.Containers[0].Env[0].Value = "20"
+	d.Annotations[changeCauseAnnotation] = "kubectl set env DB_PASSWORD=hunter2"
+	d.Annotations["argocd.argoproj.io/tracking-id"] = "shop:apps/Deployment:shop/checkout"
+	c.observe(d)
+	rolledAt := clk.t
+	d = d.DeepCopy()
+	d.Annotations[revisionAnnotation] = "2" // the controller's write
+	clk.add(time.Second)
+	c.observe(d)
+
+	r := c.Before(checkout, clk.add(4*time.Minute), 30*time.Minute)
+	if len(r.Rollouts) != 1 {
+		t.Fatalf("%d rollouts in the window, want 1: %+v", len(r.Rollouts), r)
+	}
+	ro := r.Rollouts[0]
+	if ro.Revision != "2" || ro.By != "argocd" || !ro.At.Equal(rolledAt) || ro.Baseline {
+		t.Errorf("rollout %+v: want revision 2 by argocd at %s", ro, rolledAt)
+	}
+	want := "Rolled out 4 min before (revision 2, by argocd): image shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed; " +
+		"change-cause: kubectl set env DB_PASSWORD=<redacted>; argocd.argoproj.io/tracking-id=shop:apps/Deployment:shop/checkout\n" +
+		"Undo: kubectl rollout undo deployment/checkout -n shop --to-revision=1"
+	if got := r.String(); got != want {
+		t.Errorf("report\n got %s\nwant %s", got, want)
+	}
+
+	r = c.Before(checkout, clk.add(30*time.Minute), 30*time.Minute)
+	if got := r.String(); got != "No change to this workload in the last 30 min" {
+		t.Errorf("past the window: %s", got)
+	}
+}
+
+// TestRecordSinceStart: before herald's start it knows the last spec
+// write (managed fields), not what it changed, and says so; with nothing
+// in the window it says since when it has been watching.
+func TestRecordSinceStart(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{})
+	c.observe(deployment(3, "7", "argocd", clk.t.Add(-10*time.Minute)))
+	r := c.Before(checkout, clk.add(5*time.Minute), 30*time.Minute)
+	if got, want := r.String(), "Spec written 15 min before (revision 7, by argocd): what changed is not known: herald started watching it after"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	r = c.Before(checkout, clk.t, 10*time.Minute)
+	if got, want := r.String(), "No change seen to this workload since herald started watching it at 15:00 UTC (5 min before)"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := c.Before(watcher.Key{Kind: "Deployment", Namespace: "shop", Name: "other"}, clk.t, time.Hour).String(); got != "No change record for this workload" {
+		t.Errorf("unknown workload: %s", got)
+	}
+}
+
+// TestRecordBounded: a workload keeps PerWorkload rollouts, the record
+// MaxWorkloads workloads (the rest are said, not recorded), and a
+// workload made again under the same name starts afresh.
+func TestRecordBounded(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{PerWorkload: 3, MaxWorkloads: 1})
+	for i := range 10 {
+		d := deployment(int64(i+1), fmt.Sprint(i+1), "ci", clk.add(time.Minute))
+		d.Spec.Template.Spec.Containers[0].Image = fmt.Sprintf("shop/checkout:1.%d", i)
+		c.observe(d)
+	}
+	r := c.Before(checkout, clk.t, time.Hour)
+	if len(r.Rollouts) != 3 || r.Rollouts[0].Summary.String() != "image shop/checkout:1.8 → 1.9" {
+		t.Errorf("want the 3 newest rollouts, got %+v", r.Rollouts)
+	}
+	other := deployment(1, "1", "ci", clk.t)
+	other.Name, other.UID = "cart", "u2"
+	c.observe(other)
+	r = c.Before(watcher.Key{Kind: "Deployment", Namespace: "shop", Name: "cart"}, clk.t, time.Hour)
+	if !r.Refused || !strings.Contains(r.String(), "at most") {
+		t.Errorf("a workload over MaxWorkloads: %+v %s", r, r.String())
+	}
+	again := deployment(1, "1", "ci", clk.add(time.Minute))
+	again.UID = "u3"
+	again.CreationTimestamp = metav1.NewTime(clk.t)
+	c.observe(again)
+	r = c.Before(checkout, clk.t, time.Hour)
+	if len(r.Rollouts) != 1 || !r.Rollouts[0].Created {
+		t.Errorf("a workload made again: %+v", r.Rollouts)
+	}
+}
+
+// TestObjects: a referenced ConfigMap whose resourceVersion changed with
+// the same labels is a data change; with other labels too, it is said to
+// be uncertain; one the template does not read is not reported; and
+// Referencing finds the workloads that read it.
+func TestObjects(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{})
+	c.observe(deployment(1, "1", "ci", clk.t.Add(-time.Hour)))
+	obj := func(kind, name, rv string, labels map[string]string) {
+		c.observeObject(kind, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop",
+			UID: types.UID("x-" + name), ResourceVersion: rv, Labels: labels, CreationTimestamp: metav1.NewTime(clk.t.Add(-time.Hour))}})
+	}
+	obj("ConfigMap", "app-config", "1", nil)
+	obj("Secret", "db-creds", "1", nil)
+	obj("ConfigMap", "unrelated", "1", nil)
+	clk.add(time.Minute)
+	obj("ConfigMap", "app-config", "2", nil)
+	obj("ConfigMap", "unrelated", "2", nil)
+	clk.add(time.Minute)
+	obj("Secret", "db-creds", "2", map[string]string{"rotated": "yes"})
+	got := c.Before(checkout, clk.add(time.Minute), 30*time.Minute).String()
+	want := "Secret db-creds changed (its labels or annotations too: the data may not have) 1 min before\nConfigMap app-config changed 2 min before"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := c.Referencing("shop", Ref{"ConfigMap", "app-config"}); len(got) != 1 || got[0] != checkout {
+		t.Errorf("Referencing app-config: %v", got)
+	}
+	if got := c.Referencing("shop", Ref{"ConfigMap", "unrelated"}); len(got) != 0 {
+		t.Errorf("Referencing unrelated: %v", got)
+	}
+
+	// Over MaxObjects: a referenced object herald could not track is
+	// said to be unknown, not silently absent.
+	c = newTestChanges(clk, Options{MaxObjects: 1})
+	c.observe(deployment(1, "1", "ci", clk.t.Add(-time.Hour)))
+	obj("ConfigMap", "unrelated", "1", nil)
+	obj("ConfigMap", "app-config", "1", nil)
+	got = c.Before(checkout, clk.add(time.Minute), 30*time.Minute).String()
+	if !strings.HasPrefix(got, "Changes to 3 referenced ConfigMaps or Secrets are unknown") {
+		t.Errorf("over MaxObjects: %s", got)
+	}
+}
+
+// TestSpecWriter: "who" is the newest writer that owns part of the spec
+// at its top level, not a status writer nor one whose label is "spec".
+func TestSpecWriter(t *testing.T) {
+	at := time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)
+	by, when := specWriter(deployment(1, "", "argocd", at))
+	if by != "argocd" || !when.Equal(at) {
+		t.Errorf("got %s at %s, want argocd at %s", by, when, at)
+	}
+	d := deployment(1, "", strings.Repeat("m", 500), at)
+	if by, _ := specWriter(d); len(by) > maxManager+3 {
+		t.Errorf("a 500-byte manager name is kept whole (%d bytes)", len(by))
+	}
+}

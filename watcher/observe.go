@@ -1,0 +1,46 @@
+package watcher
+
+import (
+	"fmt"
+)
+
+// ObserveBeforeStrip lets fn see every object of kind as decoded from the
+// API server, before the transform drops what no rule reads (managed
+// fields, pod templates, annotations). It is for those that keep a small
+// summary of what the cache does not hold, such as internal/changes, which
+// needs a workload's pod template and the manager that last wrote its spec
+// to say what changed at a rollout, but not the object.
+//
+// fn runs inside the informer's queue, once per object listed or changed
+// (tombstones excluded), one object at a time per kind: it must be quick
+// (no API call, no blocking), must not keep or modify obj, and must
+// tolerate seeing one object version twice (a relist). It must be
+// registered before kind's informer is made: an informer made earlier has
+// no place for it, which is an error.
+func (w *Watcher) ObserveBeforeStrip(kind string, fn func(obj any)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.kinds[kind]; ok {
+		return fmt.Errorf("the informer for %s was made before an observer was registered", kind)
+	}
+	if w.observers == nil {
+		w.observers = map[string][]func(any){}
+	}
+	w.observers[kind] = append(w.observers[kind], fn)
+	return nil
+}
+
+// observed wraps transform so that kind's observers see each object
+// first; w.mu must be held.
+func (w *Watcher) observed(kind string, transform func(any) (any, error)) func(any) (any, error) {
+	fns := w.observers[kind]
+	if len(fns) == 0 {
+		return transform
+	}
+	return func(obj any) (any, error) {
+		for _, fn := range fns {
+			fn(obj)
+		}
+		return transform(obj)
+	}
+}
