@@ -45,7 +45,7 @@ func crashIncident() incident.Incident {
 		Title: "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app",
 		Text:  "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app: restarted 5 times, last exit code 1 (Error)",
 		Sinks: []string{"chat"}, FirstSeen: sampleStart, Members: []string{"Pod/shop/checkout-7d9f8b6c5-x2x9q"}, MemberCount: 1,
-		Mentions:   []string{"S0PAYMENTS", "U0ALICE"},
+		Mentions: []string{"S0PAYMENTS", "U0ALICE"}, Route: "payments",
 		RunbookURL: "https://runbooks.example.com/crashloop",
 	}
 }

@@ -85,8 +85,12 @@ func Format(n incident.Notification, cluster string, now time.Time) string {
 		}
 		text += withDetail(inc)
 	}
-	line := fmt.Sprintf("%s %-8s %-8s %s  [rule=%s id=%s]",
-		stamp, strings.ToUpper(string(n.Transition)), inc.Severity, oneLine(text), oneLine(inc.Rule), oneLine(n.ID()))
+	route := ""
+	if inc.Route != "" {
+		route = " route=" + oneLine(inc.Route) // which team's route sent it here
+	}
+	line := fmt.Sprintf("%s %-8s %-8s %s  [rule=%s%s id=%s]",
+		stamp, strings.ToUpper(string(n.Transition)), inc.Severity, oneLine(text), oneLine(inc.Rule), route, oneLine(n.ID()))
 	if c := n.Context; c != nil && n.Transition == incident.Firing {
 		// The hint and the last log lines: enough to see why.
 		if c.Hint != "" {
