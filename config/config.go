@@ -118,7 +118,7 @@ type Rule struct {
 	// Threshold is a detector parameter (restarts, warning-events).
 	Threshold int `yaml:"threshold"`
 	// Window is a detector parameter: how long a past event (an OOM kill,
-	// a restart, a Warning event) keeps the incident open.
+	// a restart, a Warning event, an eviction) keeps the incident open.
 	Window time.Duration `yaml:"window"`
 	// Reasons is a detector parameter (warning-events): Event reasons to
 	// alert on; empty means any Warning.

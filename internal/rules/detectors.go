@@ -86,7 +86,7 @@ var detectors = map[string]map[string]detectorSpec{
 		"image-pull":      {detect: detectImagePull},
 		"container-error": {detect: detectContainerError},
 		"pod-failed":      {detect: detectPodFailed},
-		"evicted":         {detect: detectEvicted},
+		"evicted":         {detect: detectEvicted, defaultWindow: time.Hour},
 		"pending":         {detect: detectPending, defaultFor: 5 * time.Minute},
 		"not-ready":       {detect: detectNotReady, defaultFor: 5 * time.Minute},
 		"restarts":        {detect: detectRestarts, defaultThreshold: 3, defaultWindow: time.Hour},

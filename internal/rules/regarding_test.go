@@ -153,3 +153,28 @@ func TestWindowReadsAsPeopleSayIt(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictionWindow: an evicted pod (which stays until it is
+// garbage-collected) is reported for the window after its eviction, then
+// no more; one that does not say when it was evicted, while it is there.
+func TestEvictionWindow(t *testing.T) {
+	evicted := func(ago time.Duration) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory"}}
+		if ago > 0 {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-ago))}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		ago   time.Duration
+		fires bool
+	}{{10 * time.Minute, true}, {2 * time.Hour, false}, {0, true}} {
+		ds, err := detectEvicted(evicted(tc.ago), Params{Window: time.Hour}, now)
+		if err != nil || (len(ds) == 1) != tc.fires {
+			t.Errorf("evicted %s ago: %d detections (%v), want fires=%v", tc.ago, len(ds), err, tc.fires)
+		}
+		if tc.fires && tc.ago > 0 && (ds[0].RecheckAfter <= 0 || ds[0].RecheckAfter > time.Hour) {
+			t.Errorf("evicted %s ago: recheck after %s, want when the window ends", tc.ago, ds[0].RecheckAfter)
+		}
+	}
+}
