@@ -182,6 +182,27 @@ func Resolution(n incident.Notification, now time.Time) string {
 	return s
 }
 
+// ResolvedLead is a resolved message's first line under its headline,
+// which already says how long it lasted: how it ended ("The container
+// has run without restarting"), or the resolution when that is unknown.
+func ResolvedLead(n incident.Notification, now time.Time) string {
+	if e := Ended(n.Incident); e != "" {
+		return strings.ToUpper(e[:1]) + e[1:]
+	}
+	return Resolution(n, now)
+}
+
+// ChangeLine is what an update's "Changed:" line says, "" when the
+// headline already says it (State) or What does (the incidents it
+// explains): a grouped incident's pod count keeps its line, since the
+// headline says only the count now.
+func ChangeLine(n incident.Notification) string {
+	if n.Transition != incident.Updated || n.Change == "" || CoversChange(n.Change) || !saidByWhat(n.Change) {
+		return ""
+	}
+	return n.Change
+}
+
 // Muted says what mutes the incident and until when: "Muted by silence
 // shop/deploy-checkout until 2026-11-22 02:00 UTC (in 1 h 48 min)";
 // nothing more is said until then unless it resolves.

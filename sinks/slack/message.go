@@ -169,18 +169,18 @@ func lead(n incident.Notification, now time.Time) string {
 	var lines []string
 	switch {
 	case n.Transition == incident.Resolved:
-		lines = append(lines, emoji(n)+" *"+escape(sinks.Resolution(n, now))+"*")
+		lines = append(lines, emoji(n)+" *"+escape(sinks.ResolvedLead(n, now))+"*")
 	case n.Transition == incident.Silenced:
 		lines = append(lines, emoji(n)+" *"+escape(sinks.Muted(n, now))+"*: nothing more until then unless it resolves", detail)
 	case n.Unmuted != "":
 		lines = append(lines, ":loud_sound: *"+escape(sinks.Unmuted(n))+"*", emoji(n)+" "+detail)
 	case n.Transition == incident.Repeat:
-		lines = append(lines, emoji(n)+" *Still firing "+sinks.Age(n, now)+"*: "+detail)
+		lines = append(lines, emoji(n)+" *Still firing*: "+detail) // the headline says for how long
 	default:
 		lines = append(lines, emoji(n)+" "+detail)
 	}
-	if n.Change != "" && n.Transition == incident.Updated && !sinks.CoversChange(n.Change) {
-		lines = append(lines, ":arrows_counterclockwise: *Changed:* "+escape(n.Change))
+	if c := sinks.ChangeLine(n); c != "" {
+		lines = append(lines, ":arrows_counterclockwise: *Changed:* "+escape(c))
 	}
 	if c := sinks.Covers(inc); c != "" && n.Transition != incident.Resolved {
 		lines = append(lines, ":link: "+escape(c))

@@ -154,7 +154,7 @@ func lead(n incident.Notification, now time.Time) []line {
 	}
 	switch {
 	case n.Transition == incident.Resolved:
-		add("✅ "+sinks.Resolution(n, now), map[string]any{"weight": "Bolder", "color": "Good"})
+		add("✅ "+sinks.ResolvedLead(n, now), map[string]any{"weight": "Bolder", "color": "Good"})
 	case n.Transition == incident.Silenced:
 		add("🔇 "+sinks.Muted(n, now)+": nothing more until then unless it resolves", map[string]any{"weight": "Bolder"})
 		add(detail, nil)
@@ -162,12 +162,12 @@ func lead(n incident.Notification, now time.Time) []line {
 		add("🔊 "+sinks.Unmuted(n), map[string]any{"weight": "Bolder"})
 		add(detail, nil)
 	case n.Transition == incident.Repeat:
-		add("Still firing "+sinks.Age(n, now)+": "+detail, nil)
+		add("Still firing: "+detail, nil) // the headline says for how long
 	default:
 		add(detail, nil)
 	}
-	if n.Change != "" && n.Transition == incident.Updated && !sinks.CoversChange(n.Change) {
-		add("Changed: "+n.Change, map[string]any{"isSubtle": true})
+	if c := sinks.ChangeLine(n); c != "" {
+		add("Changed: "+c, map[string]any{"isSubtle": true})
 	}
 	if c := sinks.Covers(inc); c != "" && n.Transition != incident.Resolved {
 		add(c, map[string]any{"isSubtle": true})
