@@ -3,9 +3,9 @@ package pagerduty
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
