@@ -101,14 +101,7 @@ func (c *Config) validateRoutes(add func(string, string, ...any)) {
 	names := map[string]bool{}
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
-		switch {
-		case r.Name == "":
-			add(p, "a route needs a name (it is shown by herald test --route and in logs)")
-		case !nameRE.MatchString(r.Name):
-			add(p+".name", "%q is not a valid name: use lower-case letters, digits and '-'", r.Name)
-		case names[r.Name]:
-			add(p+".name", "route name %q is used twice", r.Name)
-		}
+		checkName(p, "route", " (it is shown by herald test --route and in logs)", r.Name, names, add)
 		names[r.Name] = true
 		for j, ns := range r.Match.Namespaces {
 			if _, err := path.Match(ns, ""); err != nil || ns == "" {

@@ -51,14 +51,7 @@ func (c *Config) validate() Errors {
 	sinkNames := map[string]bool{}
 	for i, s := range c.Sinks {
 		p := fmt.Sprintf("sinks[%d]", i)
-		switch {
-		case s.Name == "":
-			add(p, "a sink needs a name")
-		case !nameRE.MatchString(s.Name):
-			add(p+".name", "%q is not a valid name: use lower-case letters, digits and '-'", s.Name)
-		case sinkNames[s.Name]:
-			add(p+".name", "sink name %q is used twice", s.Name)
-		}
+		checkName(p, "sink", "", s.Name, sinkNames, add)
 		if s.Name != "" {
 			sinkNames[s.Name] = true
 		}
@@ -141,14 +134,7 @@ func (c *Config) validate() Errors {
 	ruleNames := map[string]bool{}
 	for i, r := range c.Rules {
 		p := fmt.Sprintf("rules[%d]", i)
-		switch {
-		case r.Name == "":
-			add(p, "a rule needs a name")
-		case !nameRE.MatchString(r.Name):
-			add(p+".name", "%q is not a valid name: use lower-case letters, digits and '-'", r.Name)
-		case ruleNames[r.Name]:
-			add(p+".name", "rule name %q is used twice", r.Name)
-		}
+		checkName(p, "rule", "", r.Name, ruleNames, add)
 		if r.Schedule != nil {
 			c.Rules[i].Schedule.compile(p+".schedule", add)
 		}
@@ -214,6 +200,21 @@ func (c *Config) validate() Errors {
 	}
 	c.validateRoutes(add)
 	return errs
+}
+
+// checkName checks the name of the sink, rule or route (what) at p: set,
+// usable as a metric label and in fingerprints, and not seen before in
+// seen (which it does not record: callers do, as they need). why says,
+// when set, what the name is for.
+func checkName(p, what, why, name string, seen map[string]bool, add func(string, string, ...any)) {
+	switch {
+	case name == "":
+		add(p, "a %s needs a name%s", what, why)
+	case !nameRE.MatchString(name):
+		add(p+".name", "%q is not a valid name: use lower-case letters, digits and '-'", name)
+	case seen[name]:
+		add(p+".name", "%s name %q is used twice", what, name)
+	}
 }
 
 func validateURL(p, raw string, add func(string, string, ...any)) {

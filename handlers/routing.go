@@ -28,10 +28,7 @@ func (c *Controller) route(obj runtime.Object, findings []rules.Finding) {
 	if ns := m.GetNamespace(); ns != "" {
 		subject.Namespace = ns
 		if labels, ok := c.Watcher.NamespaceLabels(ns); ok {
-			subject.NamespaceLabels = labels
-			if labels == nil {
-				subject.NamespaceLabels = map[string]string{} // known, and none
-			}
+			subject.NamespaceLabels = route.KnownLabels(labels)
 		}
 		if c.RouteByNamespace {
 			subject.AnnotatedChannel = c.Watcher.NamespaceAnnotation(ns, route.AnnotationChannel)
@@ -43,8 +40,7 @@ func (c *Controller) route(obj runtime.Object, findings []rules.Finding) {
 	}
 	for i := range findings {
 		f := &findings[i]
-		s := subject
-		s.Rule, s.Severity, s.Reason, s.RuleSinks, s.RuleChannel = f.Rule, f.Severity, f.Reason, f.Sinks, f.Channel
+		s := subject.WithFinding(*f)
 		d := table.Decide(s)
 		f.Sinks, f.Channel, f.Dest, f.Mentions, f.Route = d.Sinks, d.Channel, d.Dest, d.Mentions, strings.Join(d.Routes, ",")
 		if d.Refused != "" {

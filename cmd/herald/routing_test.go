@@ -100,8 +100,10 @@ func (s *slackChannels) all() []slackPost {
 }
 
 // TestRoutingByTeam: three namespaces owned by two teams — one by a
-// namespace label, one by the herald.io/team annotation on the
-// namespace, one by the annotation on a pod — with crashes in each. Each
+// namespace label, two by the herald.io/team annotation on the
+// namespace — and a pod in an unowned namespace naming its team, with
+// crashes in each; a pod's claim to another team than its namespace's
+// is not followed. Each
 // team's alerts reach only its own Slack channel (with its mention), its
 // own PagerDuty service and its own Teams channel; an archived channel's
 // alert reaches the default channel saying why; and a storm under
@@ -174,11 +176,10 @@ routes:
 		}
 		setStatusIn(t, client, ns, name, crashLooping, 3)
 	}
-	// A search pod in pay-web that says it is search's: the object's
-	// own annotation is more specific than its namespace's — but the
-	// first route (pay-web's label) matches first, so payments hears.
+	// pay-2 claims to be search's, in a namespace payments owns: the
+	// namespace's team decides, so payments hears, not search.
 	crash("pay-web", "pay-1", nil)
-	crash("pay-batch", "pay-2", nil)
+	crash("pay-batch", "pay-2", map[string]string{"herald.io/team": "search"})
 	crash("search", "search-1", nil)
 	crash("default", "ops-1", map[string]string{"herald.io/team": "ops"})
 	crash("default", "nobody-1", nil)

@@ -57,14 +57,10 @@ func (b *routeBook) team(obj metav1.Object) (team, from string) {
 
 // print writes where f goes and why.
 func (b *routeBook) print(out io.Writer, obj metav1.Object, f rules.Finding) {
-	s := route.Subject{Namespace: obj.GetNamespace(), Labels: obj.GetLabels(),
-		Rule: f.Rule, Severity: f.Severity, Reason: f.Reason, RuleSinks: f.Sinks, RuleChannel: f.Channel}
+	s := route.Subject{Namespace: obj.GetNamespace(), Labels: obj.GetLabels()}.WithFinding(f)
 	var team, from string
 	if ns, ok := b.byKey[watcher.Key{Kind: "Namespace", Name: s.Namespace}]; ok {
-		s.NamespaceLabels = ns.GetLabels()
-		if s.NamespaceLabels == nil {
-			s.NamespaceLabels = map[string]string{} // known, and none
-		}
+		s.NamespaceLabels = route.KnownLabels(ns.GetLabels())
 		if hasSlack(b.cfg) {
 			s.AnnotatedChannel = ns.GetAnnotations()[route.AnnotationChannel]
 		}

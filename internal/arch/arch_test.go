@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"sinks/pagerduty":    {"sinks", "internal/incident"},
 	"sinks/teams":        {"sinks", "internal/incident"},
 	"handlers":           {"watcher", "internal/rules", "internal/incident", "internal/ratelog", "internal/route", "sinks"},
-	"internal/route":     {"config"},
+	"internal/route":     {"config", "internal/rules"},
 	"internal/testenv":   {},
 	"internal/natstest":  {},
 	"internal/enrich":    {"internal/incident", "internal/kube", "internal/ratelog", "internal/redact", "watcher"},

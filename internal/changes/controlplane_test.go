@@ -126,9 +126,12 @@ func TestOnControlPlane(t *testing.T) {
 	}
 
 	var r Report
+	// Both objects are in a 30 min window from their creation on: wait
+	// until their updates were seen, in the window from the update on.
 	until("the rollout (revision 2) and both objects' changes", func() bool {
 		r = c.Before(key, time.Now(), 30*time.Minute)
-		return len(r.Rollouts) == 2 && r.Rollouts[0].Revision == "2" && len(r.Objects) == 2
+		since := c.Before(key, time.Now(), time.Since(before))
+		return len(r.Rollouts) == 2 && r.Rollouts[0].Revision == "2" && len(r.Objects) == 2 && len(since.Objects) == 2
 	})
 	if text := r.String(); !strings.Contains(text, "Created") {
 		t.Errorf("a 30 min window does not say the Deployment was created in it:\n%s", text)

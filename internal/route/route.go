@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/rules"
 )
 
 // Subject is what routes match on: an incident's object and the rule that
@@ -37,6 +38,23 @@ type Subject struct {
 	// when no route matched and the rule names no channel, and only if
 	// the configuration names that channel somewhere.
 	AnnotatedChannel string
+}
+
+// WithFinding is s for one finding: its rule, severity and reason, and
+// where the rule sends it when no route takes it.
+func (s Subject) WithFinding(f rules.Finding) Subject {
+	s.Rule, s.Severity, s.Reason, s.RuleSinks, s.RuleChannel = f.Rule, f.Severity, f.Reason, f.Sinks, f.Channel
+	return s
+}
+
+// KnownLabels are the labels of a namespace herald knows, as routes match
+// them: never nil, so that a namespace without labels is told apart from
+// one whose labels are unknown (nil: no namespace selector matches).
+func KnownLabels(labels map[string]string) map[string]string {
+	if labels == nil {
+		return map[string]string{}
+	}
+	return labels
 }
 
 // Decision is where an incident's notifications go.
