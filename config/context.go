@@ -27,6 +27,8 @@ type Context struct {
 	// (default 4); Rate bounds the API requests per second (default 5).
 	Workers int     `yaml:"workers"`
 	Rate    float64 `yaml:"rate"`
+	// Changes: the "What changed" section (changes.go).
+	Changes Changes `yaml:"changes"`
 }
 
 // ContextLogs bounds the log lines attached.
@@ -74,6 +76,7 @@ func (c *Context) applyDefaults() {
 	if c.Rate == 0 {
 		c.Rate = DefaultContextRate
 	}
+	c.Changes.applyDefaults()
 }
 
 func (c *Context) validate(add func(path, format string, args ...any)) {
@@ -92,6 +95,7 @@ func (c *Context) validate(add func(path, format string, args ...any)) {
 	if c.Rate <= 0 {
 		add("context.rate", "must be more than 0 requests per second, got %v", c.Rate)
 	}
+	c.Changes.validate(add)
 	for i, expr := range c.Redact {
 		if _, err := regexp.Compile(expr); err != nil {
 			add(fmt.Sprintf("context.redact[%d]", i), "not a valid regular expression: %v", err)

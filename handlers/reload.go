@@ -43,7 +43,10 @@ func (c *Controller) Reload(ctx context.Context, set *rules.Set, changed map[str
 	var added []string
 	for _, kind := range set.Kinds() {
 		isNew := !slices.Contains(old.Kinds(), kind)
-		if !isNew && (kind == "Pod" && podsWhole || !c.keepsEnough(kind, set)) {
+		// A kind new to the rules may be watched already, pinned by
+		// another reader (internal/changes) and keeping less than the
+		// new rules read: it lists again too.
+		if !isNew && kind == "Pod" && podsWhole || !c.keepsEnough(kind, set) {
 			// The cache dropped what the new rules read: it lists again.
 			// Workers wait for the new cache (ErrNotSynced).
 			c.Watcher.Remove(kind)
@@ -66,7 +69,7 @@ func (c *Controller) Reload(ctx context.Context, set *rules.Set, changed map[str
 	c.Watcher.StartAdded()
 	for _, kind := range old.Kinds() {
 		keepNamespaces := kind == "Namespace" && c.keepsNamespaces(set)
-		if !slices.Contains(set.Kinds(), kind) && !keepNamespaces {
+		if !slices.Contains(set.Kinds(), kind) && !keepNamespaces && !c.Watcher.Pinned(kind) {
 			c.Watcher.Remove(kind)
 		}
 	}

@@ -90,6 +90,9 @@ func (w *Watcher) newKindWatch(kind string) (*kindWatch, error) {
 	if err := kw.inf.SetTransform(w.observed(kind, transform)); err != nil {
 		return nil, err
 	}
+	if err := w.deletesTo(kind, kw.inf); err != nil {
+		return nil, err
+	}
 	return kw, nil
 }
 

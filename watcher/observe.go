@@ -2,6 +2,8 @@ package watcher
 
 import (
 	"fmt"
+
+	"k8s.io/client-go/tools/cache"
 )
 
 // ObserveBeforeStrip lets fn see every object of kind as decoded from the
@@ -43,4 +45,58 @@ func (w *Watcher) observed(kind string, transform func(any) (any, error)) func(a
 		}
 		return transform(obj)
 	}
+}
+
+// ObserveDeletes lets fn learn of every deletion of kind's objects, from
+// the informer made for kind now or later: one made again by a reload
+// (to list what new rules read) keeps its observers, where a handler
+// added to the informer would be lost with it.
+func (w *Watcher) ObserveDeletes(kind string, fn func(Key)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.kinds[kind]; ok {
+		return fmt.Errorf("the informer for %s was made before a deletion observer was registered", kind)
+	}
+	if w.deletes == nil {
+		w.deletes = map[string][]func(Key){}
+	}
+	w.deletes[kind] = append(w.deletes[kind], fn)
+	return nil
+}
+
+// deletesTo hands inf's deletions to kind's deletion observers; w.mu
+// must be held.
+func (w *Watcher) deletesTo(kind string, inf cache.SharedIndexInformer) error {
+	fns := w.deletes[kind]
+	if len(fns) == 0 {
+		return nil
+	}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if key, ok := KeyFor(kind, obj); ok {
+			for _, fn := range fns {
+				fn(key)
+			}
+		}
+	}})
+	return err
+}
+
+// Pin keeps kind watched whatever the rules need: a reload that leaves
+// no rule on kind does not stop its informer (it may still make it
+// again, to list what new rules read). For those that observe a kind
+// without a rule of theirs, such as internal/changes.
+func (w *Watcher) Pin(kind string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pinned == nil {
+		w.pinned = map[string]bool{}
+	}
+	w.pinned[kind] = true
+}
+
+// Pinned reports whether kind is pinned.
+func (w *Watcher) Pinned(kind string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pinned[kind]
 }

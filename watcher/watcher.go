@@ -95,6 +95,10 @@ type Watcher struct {
 	handlersSynced []cache.InformerSynced
 	// observers see a kind's objects before the transform (observe.go).
 	observers map[string][]func(any)
+	// deletes learn of a kind's deletions, and pinned kinds stay watched
+	// whatever the rules need (observe.go).
+	deletes map[string][]func(Key)
+	pinned  map[string]bool
 }
 
 // WaitAlsoFor makes WaitForCacheSync and Synced wait for synced too: an

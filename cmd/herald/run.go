@@ -148,6 +148,14 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		logger.Error("setting up crash context", "error", err)
 		return 1
 	}
+	// Before the controller makes any informer: the record sees
+	// workloads before the cache strips their pod templates.
+	changed, err := newChangeRecord(ctx, cfg, restCfg, typed, w, logger, reg)
+	if err != nil {
+		logger.Error("setting up the change record", "error", err)
+		return 1
+	}
+	notify = changed.stage(w, notify)
 	ctrl, err := handlers.New(handlers.Options{
 		Watcher:          w,
 		Rules:            ruleSet,
@@ -168,6 +176,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	}
 	// After the controller, which decides what the cache keeps (compact
 	// pods, annotations the rules read) before any informer is made.
+	if err := changed.watch(ctx, w); err != nil {
+		logger.Error("setting up the change record", "error", err)
+		return 1
+	}
 	if err := watchSilences(ctx, typed, w, muter, kinds, logger); err != nil {
 		logger.Error("setting up silences", "error", err)
 		return 1

@@ -22,10 +22,10 @@ package changes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +62,7 @@ type Changes struct {
 	hash    hasher
 	started time.Time
 	objInfs []cache.SharedIndexInformer
+	kinds   []string
 
 	mu             sync.Mutex
 	workloads      map[watcher.Key]*workload
@@ -70,32 +71,33 @@ type Changes struct {
 	refusedObjects int
 }
 
-// New makes the record and hooks it to w's workload informers, which it
-// makes if no rule has: call it after w.KeepWhen and before anything else
-// makes a workload informer (an observer comes first or not at all). meta
-// lists and watches ConfigMap and Secret metadata; Start runs those
-// informers, while w's run with w.
-func New(w *watcher.Watcher, meta metadata.Interface, opts Options, logger *slog.Logger) (*Changes, error) {
-	if meta == nil {
-		return nil, errors.New("change record: no metadata client")
+// New makes the record and registers it to see kinds' workloads (nil:
+// WorkloadKinds) before w's transform strips them: call it before
+// anything makes an informer of those kinds, then Watch once the
+// watcher's other users have said what its cache keeps. meta lists and
+// watches ConfigMap and Secret metadata (nil: their changes are not
+// recorded, and reports do not say so); Start runs those informers,
+// while w's run with w.
+func New(w *watcher.Watcher, meta metadata.Interface, kinds []string, opts Options, logger *slog.Logger) (*Changes, error) {
+	if kinds == nil {
+		kinds = WorkloadKinds
 	}
 	c := newChanges(opts, logger)
-	for _, kind := range WorkloadKinds {
+	c.kinds = kinds
+	for _, kind := range kinds {
+		if !slices.Contains(WorkloadKinds, kind) {
+			return nil, fmt.Errorf("change record: %s is not a workload kind herald records", kind)
+		}
 		if err := w.ObserveBeforeStrip(kind, c.observe); err != nil {
 			return nil, fmt.Errorf("change record: %w", err)
 		}
-		inf, err := w.Informer(kind)
-		if err != nil {
+		// Deletions carry no change to diff: the record only forgets.
+		if err := w.ObserveDeletes(kind, c.forget); err != nil {
 			return nil, fmt.Errorf("change record: %w", err)
 		}
-		// The handler only forgets: deletions carry no change to diff.
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-			if key, ok := watcher.KeyFor(kind, obj); ok {
-				c.forget(key)
-			}
-		}}); err != nil {
-			return nil, err
-		}
+	}
+	if meta == nil {
+		return c, nil
 	}
 	for _, kind := range []string{"ConfigMap", "Secret"} {
 		inf, err := c.objectInformer(meta, kind)
@@ -105,6 +107,19 @@ func New(w *watcher.Watcher, meta metadata.Interface, opts Options, logger *slog
 		c.objInfs = append(c.objInfs, inf)
 	}
 	return c, nil
+}
+
+// Watch makes w's informers for the recorded kinds that no rule made, and
+// pins them, so that a reload that drops every rule on a kind does not
+// end its record.
+func (c *Changes) Watch(w *watcher.Watcher) error {
+	for _, kind := range c.kinds {
+		w.Pin(kind)
+		if _, err := w.Informer(kind); err != nil {
+			return fmt.Errorf("change record: %w", err)
+		}
+	}
+	return nil
 }
 
 // newChanges makes an empty record, hooked to nothing.

@@ -77,8 +77,11 @@ func TestOnControlPlane(t *testing.T) {
 	if err := w.KeepWhen(func(string) watcher.Keep { return watcher.Keep{} }); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(w, meta, Options{}, logger)
+	c, err := New(w, meta, nil, Options{}, logger)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Watch(w); err != nil {
 		t.Fatal(err)
 	}
 	w.Start(ctx)

@@ -123,13 +123,23 @@ func (c *Changes) Referencing(namespace string, ref Ref) []watcher.Key {
 //	Undo: kubectl rollout undo deployment/checkout -n shop --to-revision=6
 //	ConfigMap app-config changed 2 min before
 func (r Report) String() string {
-	var b strings.Builder
-	for _, ro := range r.Rollouts {
-		b.WriteString(r.rolloutLine(ro))
-		b.WriteByte('\n')
+	lines := r.Lines(nil)
+	if r.Undo != "" && len(r.Rollouts) > 0 {
+		n := len(r.Rollouts)
+		lines = append(lines[:n:n], append([]string{"Undo: " + r.Undo}, lines[n:]...)...)
 	}
-	if r.Undo != "" {
-		b.WriteString("Undo: " + r.Undo + "\n")
+	return strings.Join(lines, "\n")
+}
+
+// Lines says the report in words, one change a line: the rollouts, then
+// the ConfigMaps and Secrets (with, from also, the other workloads that
+// read one and fail since it changed), then what herald cannot know; or
+// one line saying that nothing changed, and since when herald would
+// know. The undo command is not among them (Report.Undo).
+func (r Report) Lines(also func(ObjectChange) []string) []string {
+	var lines []string
+	for _, ro := range r.Rollouts {
+		lines = append(lines, r.rolloutLine(ro))
 	}
 	for _, o := range r.Objects {
 		what := "changed"
@@ -139,24 +149,38 @@ func (r Report) String() string {
 		case o.MetaToo:
 			what = "changed (its labels or annotations too: the data may not have)"
 		}
-		fmt.Fprintf(&b, "%s %s %s before\n", o.Kind, clip(o.Name), what+" "+ago(r.At.Sub(o.At)))
+		line := fmt.Sprintf("%s %s %s before", o.Kind, clip(o.Name), what+" "+ago(r.At.Sub(o.At)))
+		if also != nil {
+			if others := also(o); len(others) > 0 {
+				line += "; " + joinNames(others) + map[bool]string{true: ", which reads it too, fails", false: ", which read it too, fail"}[len(others) == 1] + " since"
+			}
+		}
+		lines = append(lines, line)
 	}
 	if r.Untracked > 0 {
-		fmt.Fprintf(&b, "Changes to %d referenced ConfigMaps or Secrets are unknown: herald tracks a bounded number and more exist\n", r.Untracked)
+		lines = append(lines, fmt.Sprintf("Changes to %d referenced ConfigMaps or Secrets are unknown: herald tracks a bounded number and more exist", r.Untracked))
 	}
 	if len(r.Rollouts) > 0 || len(r.Objects) > 0 {
-		return strings.TrimSuffix(b.String(), "\n")
+		return lines
 	}
 	switch {
 	case r.Refused:
-		return "No change record for this workload: herald records at most a set number of workloads, and more are running"
+		return append(lines, "No change record for this workload: herald records at most a set number of workloads, and more are running")
 	case !r.Recorded:
-		return "No change record for this workload"
+		return append(lines, "No change record for this workload")
 	case r.Since.After(r.At.Add(-r.Window)):
-		return b.String() + fmt.Sprintf("No change seen to this workload since herald started watching it at %s (%s before)",
-			r.Since.UTC().Format("15:04 UTC"), ago(r.At.Sub(r.Since)))
+		return append(lines, fmt.Sprintf("No change seen to this workload since herald started watching it at %s (%s before)",
+			r.Since.UTC().Format("15:04 UTC"), ago(r.At.Sub(r.Since))))
 	}
-	return b.String() + "No change to this workload in the last " + ago(r.Window)
+	return append(lines, "No change to this workload in the last "+ago(r.Window))
+}
+
+// joinNames writes "a", "a and b", "a, b and c".
+func joinNames(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func (r Report) rolloutLine(ro Rollout) string {

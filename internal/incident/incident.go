@@ -197,6 +197,9 @@ type Notification struct {
 	// Context is the crash context internal/enrich attached (nil: none
 	// was wanted, or none could be had).
 	Context *Context
+	// Changes says what changed just before the incident began
+	// (internal/changes; nil: not a workload herald records).
+	Changes *Changes
 	// Digest holds the notifications a Digest summarises.
 	Digest []Notification
 }
