@@ -55,32 +55,38 @@ func newChangeRecord(ctx context.Context, cfg *config.Config, restCfg *rest.Conf
 		return nil, nil
 	}
 	var meta metadata.Interface
+	var objectKinds []string
 	if *cc.ConfigObjects {
-		all := true
-		for _, res := range []string{"configmaps", "secrets"} {
-			ok, err := allowedAll(ctx, typed, schema.GroupVersionResource{Version: "v1", Resource: res}, logger)
+		for _, o := range []struct{ kind, res, grant string }{
+			{"ConfigMap", "configmaps", "grant it (the chart does), or set context.changes.configObjects: false"},
+			{"Secret", "secrets", "the chart grants it with allowSecretsAccess=true: RBAC cannot grant metadata alone, and herald never asks for more"},
+		} {
+			ok, err := allowedAll(ctx, typed, schema.GroupVersionResource{Version: "v1", Resource: o.res}, logger)
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				logger.Warn("what changed: herald may not list and watch "+res+" in all namespaces; alerts do not say when the ConfigMaps and Secrets a workload reads changed (grant it — herald reads their metadata only, never their data — or set context.changes.configObjects: false)", "resource", res)
-				all = false
+				logger.Warn("what changed: herald may not list and watch "+o.res+" in all namespaces; alerts do not say when the "+o.kind+"s a workload reads changed ("+o.grant+")", "resource", o.res)
+				continue
 			}
+			objectKinds = append(objectKinds, o.kind)
 		}
-		if all {
-			own := rest.CopyConfig(restCfg)
-			own.Wrap(func(rt http.RoundTripper) http.RoundTripper { return patientWatches{next: rt, every: time.Second} })
-			var err error
-			if meta, err = metadata.NewForConfig(own); err != nil {
-				return nil, err
-			}
+	}
+	if len(objectKinds) > 0 {
+		// Metadata only (PartialObjectMetadata): not one byte of a
+		// ConfigMap's or Secret's data crosses the wire.
+		own := rest.CopyConfig(restCfg)
+		own.Wrap(func(rt http.RoundTripper) http.RoundTripper { return patientWatches{next: rt, every: time.Second} })
+		var err error
+		if meta, err = metadata.NewForConfig(own); err != nil {
+			return nil, err
 		}
 	}
 	redactor, err := redact.New(cfg.Context.Redact)
 	if err != nil {
 		return nil, err // validated when the config loaded
 	}
-	record, err := changes.New(w, meta, kinds, changes.Options{Redact: redactor.Redact}, logger)
+	record, err := changes.New(w, meta, kinds, changes.Options{Redact: redactor.Redact, ObjectKinds: objectKinds}, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -80,12 +80,14 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		objs = append(objs, found...)
 	}
 	var rc *rest.Config
+	var changed *testChanges
 	if *live {
 		if rc, _, err = kf.load("herald/" + version + " test"); err != nil {
 			fmt.Fprintln(c.stderr, "herald test:", err)
 			return 1
 		}
-		found, err := listLive(ctx, rc, set, *routes)
+		found, tc, err := listLive(ctx, rc, cfg, set, *routes)
+		changed = tc
 		if err != nil {
 			fmt.Fprintln(c.stderr, "herald test:", err)
 			return 1
@@ -110,7 +112,7 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		if book != nil && !watchedKind(set, obj) {
 			continue // a Namespace or workload read for routing only
 		}
-		f, x := report(c.stdout, set, obj, now, gather, book)
+		f, x := report(c.stdout, set, obj, now, gather, changed, book)
 		firing, excluded = firing+f, excluded+x
 	}
 	fmt.Fprintf(c.stdout, "%d objects tested, %d findings", len(objs), firing)
@@ -123,8 +125,9 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 
 // report prints what the rules find on one object, and what their exclude
 // blocks drop (and which exclusion did), and returns both counts; with
-// gather, the crash context of what fires too.
-func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context, book *routeBook) (findings, excluded int) {
+// gather, the crash context of what fires too, and with changed, what
+// changed before it.
+func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context, changed *testChanges, book *routeBook) (findings, excluded int) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	kind, err := rules.KindID(gvk.Kind, gvk.GroupVersion().String())
 	if err != nil {
@@ -159,6 +162,9 @@ func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, ga
 		}
 		if gather != nil && !f.Sustaining && !f.NoContext {
 			printContext(out, gather(f))
+		}
+		if !f.Sustaining {
+			printChanges(out, changed.section(f, now))
 		}
 	}
 	for _, x := range ev.Excluded {
@@ -208,34 +214,39 @@ func readObjects(path string) ([]runtime.Object, error) {
 }
 
 // listLive syncs informers for the rules' kinds and returns every cached
-// object.
-func listLive(ctx context.Context, cfg *rest.Config, set *rules.Set, withNamespaces bool) ([]runtime.Object, error) {
+// object, and the change record those informers fed (nil when
+// context.changes is off).
+func listLive(ctx context.Context, cfg *rest.Config, conf *config.Config, set *rules.Set, withNamespaces bool) ([]runtime.Object, *testChanges, error) {
 	clients, _, err := newClients(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w := watcher.New(clients, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	changed, err := newTestChanges(ctx, conf, cfg, w)
+	if err != nil {
+		return nil, nil, err
+	}
 	kinds := set.Kinds()
 	if withNamespaces && !slices.Contains(kinds, "Namespace") {
 		kinds = append(slices.Clone(kinds), "Namespace") // their labels and teams, for routing
 	}
 	for _, kind := range kinds {
 		if _, err := w.Informer(kind); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	w.Start(ctx)
 	defer w.Shutdown()
 	if err := w.WaitForCacheSync(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []runtime.Object
 	for _, kind := range kinds {
 		objs, err := w.List(kind)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, o := range objs {
 			if gvk, ok := rules.ParseKindID(kind); ok {
@@ -245,7 +256,10 @@ func listLive(ctx context.Context, cfg *rest.Config, set *rules.Set, withNamespa
 			out = append(out, o)
 		}
 	}
-	return out, nil
+	if changed != nil {
+		changed.learn(out)
+	}
+	return out, changed, nil
 }
 
 // contextGatherer gathers a finding's crash context from the cluster rc

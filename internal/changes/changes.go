@@ -49,6 +49,10 @@ type Options struct {
 	Redact func(string) string
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
+	// ObjectKinds are the kinds whose change times are recorded, of
+	// ConfigMap and Secret (nil: both): herald may be allowed to watch
+	// ConfigMaps and not Secrets.
+	ObjectKinds []string
 }
 
 // WorkloadKinds are the kinds whose rollouts are recorded.
@@ -63,6 +67,7 @@ type Changes struct {
 	started time.Time
 	objInfs []cache.SharedIndexInformer
 	kinds   []string
+	tracked []string // ConfigMap, Secret: those whose changes are recorded
 
 	mu             sync.Mutex
 	workloads      map[watcher.Key]*workload
@@ -97,9 +102,13 @@ func New(w *watcher.Watcher, meta metadata.Interface, kinds []string, opts Optio
 		}
 	}
 	if meta == nil {
+		c.tracked = nil
 		return c, nil
 	}
-	for _, kind := range []string{"ConfigMap", "Secret"} {
+	for _, kind := range c.tracked {
+		if _, ok := objectResources[kind]; !ok {
+			return nil, fmt.Errorf("change record: %s is neither ConfigMap nor Secret", kind)
+		}
 		inf, err := c.objectInformer(meta, kind)
 		if err != nil {
 			return nil, fmt.Errorf("change record for %ss: %w", kind, err)
@@ -137,7 +146,11 @@ func newChanges(opts Options, logger *slog.Logger) *Changes {
 	if now == nil {
 		now = time.Now
 	}
-	return &Changes{opts: opts, logger: logger, now: now, hash: hasher{seed: maphash.MakeSeed()}, started: now(),
+	tracked := opts.ObjectKinds
+	if tracked == nil {
+		tracked = []string{"ConfigMap", "Secret"}
+	}
+	return &Changes{opts: opts, tracked: tracked, logger: logger, now: now, hash: hasher{seed: maphash.MakeSeed()}, started: now(),
 		workloads: map[watcher.Key]*workload{}, objects: map[objectKey]*objectState{}}
 }
 

@@ -34,6 +34,17 @@ type Report struct {
 	// track because it tracks MaxObjects already: their changes are
 	// unknown, and the report says so.
 	Untracked int
+	// SpecWritten and SpecBy are the last spec write the managed fields
+	// named when herald began its record (zero: not known); Refs counts
+	// the ConfigMaps and Secrets the template reads. With them a record
+	// younger than the window can still rule a rollout out.
+	SpecWritten time.Time
+	SpecBy      string
+	Refs        int
+	// Unwatched are the kinds (Secret, ConfigMap) the template reads
+	// whose changes herald does not watch (not permitted, or turned
+	// off): a "no change" says so.
+	Unwatched []string
 }
 
 // ObjectChange is one referenced ConfigMap's or Secret's change.
@@ -58,7 +69,10 @@ func (c *Changes) Before(workload watcher.Key, t time.Time, window time.Duration
 		r.Refused = c.refused > 0 && slices.Contains(WorkloadKinds, workload.Kind)
 		return r
 	}
-	r.Recorded, r.Since = true, w.firstSeen
+	r.Recorded, r.Since, r.Refs = true, w.firstSeen, len(w.digest.refs)
+	if b := w.rollouts[0]; b.Baseline {
+		r.SpecWritten, r.SpecBy = b.At, b.By
+	}
 	oldest := -1
 	for i := len(w.rollouts) - 1; i >= 0; i-- {
 		if ro := w.rollouts[i]; in(ro.At) {
@@ -70,6 +84,12 @@ func (c *Changes) Before(workload watcher.Key, t time.Time, window time.Duration
 		r.Undo = undo(workload, w.rollouts[oldest-1].Revision, oldest == len(w.rollouts)-1)
 	}
 	for _, ref := range w.digest.refs {
+		if !slices.Contains(c.tracked, ref.Kind) {
+			if !slices.Contains(r.Unwatched, ref.Kind) {
+				r.Unwatched = append(r.Unwatched, ref.Kind)
+			}
+			continue
+		}
 		s := c.objects[objectKey{ref, workload.Namespace}]
 		switch {
 		case s == nil:
@@ -163,16 +183,38 @@ func (r Report) Lines(also func(ObjectChange) []string) []string {
 	if len(r.Rollouts) > 0 || len(r.Objects) > 0 {
 		return lines
 	}
+	none := r.noChange()
+	if len(r.Unwatched) > 0 && r.Recorded {
+		none += "; changes to the " + strings.Join(r.Unwatched, "s and ") + "s it reads are not watched"
+	}
+	return append(lines, none)
+}
+
+// noChange is the line that says nothing changed, and how far herald
+// knows it.
+func (r Report) noChange() string {
 	switch {
 	case r.Refused:
-		return append(lines, "No change record for this workload: herald records at most a set number of workloads, and more are running")
+		return "No change record for this workload: herald records at most a set number of workloads, and more are running"
 	case !r.Recorded:
-		return append(lines, "No change record for this workload")
+		return "No change record for this workload"
+	case r.Since.After(r.At.Add(-r.Window)) && !r.SpecWritten.IsZero() && r.SpecWritten.Before(r.At.Add(-r.Window)):
+		// The managed fields date the last spec write before the window:
+		// no rollout in it, whenever herald started.
+		written := "its spec was last written " + ago(r.At.Sub(r.SpecWritten)) + " before"
+		if r.SpecBy != "" {
+			written += ", by " + r.SpecBy
+		}
+		if r.Refs == 0 {
+			return "No change to this workload in the last " + ago(r.Window) + " (" + written + ")"
+		}
+		return fmt.Sprintf("No rollout in the last %s (%s); changes to the ConfigMaps and Secrets it reads before herald started watching at %s are not known",
+			ago(r.Window), written, r.Since.UTC().Format("15:04 UTC"))
 	case r.Since.After(r.At.Add(-r.Window)):
-		return append(lines, fmt.Sprintf("No change seen to this workload since herald started watching it at %s (%s before)",
-			r.Since.UTC().Format("15:04 UTC"), ago(r.At.Sub(r.Since))))
+		return fmt.Sprintf("No change seen to this workload since herald started watching it at %s (%s before)",
+			r.Since.UTC().Format("15:04 UTC"), ago(r.At.Sub(r.Since)))
 	}
-	return append(lines, "No change to this workload in the last "+ago(r.Window))
+	return "No change to this workload in the last " + ago(r.Window)
 }
 
 // joinNames writes "a", "a and b", "a, b and c".

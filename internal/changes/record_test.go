@@ -99,7 +99,7 @@ func TestRecord(t *testing.T) {
 
 // TestRecordSinceStart: before herald's start it knows the last spec
 // write (managed fields), not what it changed, and says so; with nothing
-// in the window it says since when it has been watching.
+// in the window, the managed fields rule a rollout out.
 func TestRecordSinceStart(t *testing.T) {
 	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
 	c := newTestChanges(clk, Options{})
@@ -108,8 +108,20 @@ func TestRecordSinceStart(t *testing.T) {
 	if got, want := r.String(), "Spec written 15 min before (revision 7, by argocd): what changed is not known: herald started watching it after"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	// The managed fields date the last spec write before the window: a
+	// rollout is ruled out, the ConfigMaps' changes before herald's
+	// start are not (this template reads some), or are when it reads none.
 	r = c.Before(checkout, clk.t, 10*time.Minute)
-	if got, want := r.String(), "No change seen to this workload since herald started watching it at 15:00 UTC (5 min before)"; got != want {
+	if got, want := r.String(), "No rollout in the last 10 min (its spec was last written 15 min before, by argocd); changes to the ConfigMaps and Secrets it reads before herald started watching at 15:00 UTC are not known"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	plain := deployment(1, "1", "helm", clk.t.Add(-time.Hour))
+	plain.Name, plain.UID = "plain", "u-plain"
+	plain.Spec.Template.Spec.Volumes = nil
+	plain.Spec.Template.Spec.Containers[0].Env, plain.Spec.Template.Spec.Containers[0].EnvFrom = nil, nil
+	c.observe(plain)
+	r = c.Before(watcher.Key{Kind: "Deployment", Namespace: "shop", Name: "plain"}, clk.add(time.Minute), 30*time.Minute)
+	if got, want := r.String(), "No change to this workload in the last 30 min (its spec was last written 61 min before, by helm)"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	if got := c.Before(watcher.Key{Kind: "Deployment", Namespace: "shop", Name: "other"}, clk.t, time.Hour).String(); got != "No change record for this workload" {
@@ -204,5 +216,17 @@ func TestSpecWriter(t *testing.T) {
 	d := deployment(1, "", strings.Repeat("m", 500), at)
 	if by, _ := specWriter(d); len(by) > maxManager+3 {
 		t.Errorf("a 500-byte manager name is kept whole (%d bytes)", len(by))
+	}
+}
+
+// TestUnwatchedSaid: where herald may watch ConfigMaps but not Secrets, a
+// "no change" says that the Secrets the workload reads are not watched.
+func TestUnwatchedSaid(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{ObjectKinds: []string{"ConfigMap"}})
+	c.observe(deployment(1, "1", "helm", clk.t.Add(-2*time.Hour)))
+	got := c.Before(checkout, clk.add(time.Hour), 30*time.Minute).String()
+	if want := "No change to this workload in the last 30 min; changes to the Secrets it reads are not watched"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

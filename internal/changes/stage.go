@@ -77,14 +77,14 @@ func NewStage(opts StageOptions) *Stage {
 // but the record's lock.
 func (s *Stage) Dispatch(ctx context.Context, n incident.Notification) error {
 	if n.Transition != incident.Digest && n.Changes == nil {
-		n.Changes = s.section(n)
+		n.Changes = s.Section(n)
 	}
 	return s.opts.Next.Dispatch(ctx, n)
 }
 
-// section finds the section of n, or nil when its object is not a
+// Section finds the section of n, or nil when its object is not a
 // recorded workload or one of its pods.
-func (s *Stage) section(n incident.Notification) *incident.Changes {
+func (s *Stage) Section(n incident.Notification) *incident.Changes {
 	inc := n.Incident
 	key, ok := s.workload(inc.Object.Kind, inc.Object.Namespace, inc.Object.Name)
 	s.mu.Lock()
