@@ -89,6 +89,16 @@ func TestChartRBACIsEnough(t *testing.T) {
 	if strings.Contains(logs, "Silence resources are off") || strings.Contains(logs, "ClusterSilences (muting across namespaces) are off") {
 		t.Errorf("running as the chart's ServiceAccount, silences are off:\n%s", logs)
 	}
+	// What changed: the ClusterRole lets herald watch the workload kinds
+	// and ConfigMaps (metadata), and Secrets only with allowSecretsAccess.
+	for _, res := range []string{"deployments", "statefulsets", "daemonsets", "configmaps"} {
+		if strings.Contains(logs, "herald may not list and watch "+res) {
+			t.Errorf("running as the chart's ServiceAccount, what changed lacks %s:\n%s", res, logs)
+		}
+	}
+	if !strings.Contains(logs, "herald may not list and watch secrets") {
+		t.Errorf("without allowSecretsAccess, no warning that Secret changes are not watched:\n%s", logs)
+	}
 	// The Role lets herald look at its namespace's pods (none but the
 	// chart's own would be there; here none at all).
 	if strings.Contains(logs, "could not check whether herald's namespace is shared") || strings.Contains(logs, "also runs other workloads") {
@@ -112,7 +122,7 @@ func TestChartRBACIsEnough(t *testing.T) {
 
 	// The chart grants the kinds of its values' rules, no more.
 	// (The top-level rules: list, not inhibit's.)
-	extra := strings.Replace(chartConfig, "\nrules:\n", "\nrules:\n- name: sts\n  kind: StatefulSet\n  detector: unavailable\n  sinks: [slack]\n", 1)
+	extra := strings.Replace(chartConfig, "\nrules:\n", "\nrules:\n- name: pvc\n  kind: PersistentVolumeClaim\n  detector: pvc-pending\n  sinks: [slack]\n", 1)
 	if extra == chartConfig {
 		t.Fatalf("no top-level rules: in the chart's configuration:\n%s", chartConfig)
 	}
@@ -120,11 +130,11 @@ func TestChartRBACIsEnough(t *testing.T) {
 	select {
 	case err := <-badDone:
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(badOut.String(), "list statefulsets.apps in all namespaces") {
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(badOut.String(), "list persistentvolumeclaims in all namespaces") {
 			t.Errorf("exit %v; logs:\n%s", err, badOut)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("herald kept running without permission for StatefulSets:\n%s", badOut)
+		t.Fatalf("herald kept running without permission for PersistentVolumeClaims:\n%s", badOut)
 	}
 }
 

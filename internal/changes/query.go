@@ -73,11 +73,16 @@ func (c *Changes) Before(workload watcher.Key, t time.Time, window time.Duration
 	if b := w.rollouts[0]; b.Baseline {
 		r.SpecWritten, r.SpecBy = b.At, b.By
 	}
+	// oldest is the oldest rollout in the window that herald saw
+	// happen: undo returns to the template before it. The first entry
+	// (as herald found the workload) has nothing before it to return to.
 	oldest := -1
 	for i := len(w.rollouts) - 1; i >= 0; i-- {
 		if ro := w.rollouts[i]; in(ro.At) {
 			r.Rollouts = append(r.Rollouts, ro)
-			oldest = i
+			if i > 0 {
+				oldest = i
+			}
 		}
 	}
 	if oldest > 0 {

@@ -73,8 +73,10 @@ func (c *Changes) observe(obj any) {
 			at = v.meta.GetCreationTimestamp().Time
 		}
 		base := c.rollout(v, by, at, Summary{}, true)
-		// Made since herald started (creation times are whole seconds).
-		base.Created = !v.meta.GetCreationTimestamp().Time.Before(c.started.Truncate(time.Second))
+		// Made since herald started (creation times are whole seconds),
+		// or its spec was last written when it was made.
+		created := v.meta.GetCreationTimestamp().Time
+		base.Created = !created.Before(c.started.Truncate(time.Second)) || at.Equal(created)
 		w.rollouts = []Rollout{base}
 		c.workloads[key] = w
 		return
