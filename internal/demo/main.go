@@ -153,6 +153,9 @@ func run(heraldBin, configPath string) error {
 	if err := canaryScene(ctx, client, heraldBin, configPath, kubeconfig); err != nil {
 		return err
 	}
+	if err := rolloutScene(ctx, client, lines, seen); err != nil {
+		return err
+	}
 
 	say("a memory hog: cache's container allocates 256 MiB under a 48Mi limit and the kernel kills it, again and again. Expect one FIRING for OOMKilled with the limit, and no crash-loop alert beside it")
 	hog := workload("-alloc-mb", "256")
@@ -200,7 +203,7 @@ func run(heraldBin, configPath string) error {
 	if err := silenceScene(ctx, client, heraldBin, kubeconfig, lines, seen); err != nil {
 		return err
 	}
-	say("demo complete: %d notifications for 5 incidents on a real node: 3 pods in a storm, repeated OOM kills and crash cycles, a silenced crash loop", sent)
+	say("demo complete: %d notifications for 6 incidents on a real node: 3 pods in a storm, a bad rollout and what changed, repeated OOM kills and crash cycles, a silenced crash loop", sent)
 	return nil
 }
 
