@@ -47,7 +47,13 @@ func diff(a, b *digest) Summary {
 			s.add(CatContainer, oc.name, kindOf(oc)+" "+clip(oc.name)+" removed")
 		}
 	}
+	if a.moreContainers != b.moreContainers {
+		s.add(CatContainer, "", "containers beyond the first "+strconv.Itoa(maxDigestContainers)+" changed")
+	}
 	diffVolumes(&s, a.volumes, b.volumes)
+	if a.moreVolumes != b.moreVolumes {
+		s.add(CatVolume, "", "volumes beyond the first "+strconv.Itoa(maxDigestVolumes)+" changed")
+	}
 	diffRefs(&s, a.refs, b.refs)
 	if b.restartedAt != a.restartedAt && b.restartedAt != "" {
 		s.add(CatRestart, "", "restarted (kubectl rollout restart)")
@@ -103,10 +109,14 @@ func verb(what, happened, label string) string {
 
 func diffContainer(s *Summary, o, n *ctrDigest, label string) {
 	name := n.name
-	if o.image != n.image {
+	if o.imageSum != n.imageSum {
 		s.add(CatImage, name, in("image", label)+imageChange(o.image, n.image))
 	}
-	if env := diffNamed(o.env, n.env); env != "" {
+	env := diffNamed(o.env, n.env)
+	if o.moreEnv != n.moreEnv {
+		env = strings.TrimPrefix(env+", others beyond the first "+strconv.Itoa(maxDigestEnv)+" changed", ", ")
+	}
+	if env != "" {
 		s.add(CatEnv, name, in("env", label)+env)
 	}
 	switch {

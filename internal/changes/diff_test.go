@@ -2,6 +2,7 @@ package changes
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"testing"
 
@@ -158,5 +159,54 @@ func TestDiffNeverQuotesValues(t *testing.T) {
 		if !strings.Contains(out, "API_KEY changed") || !strings.Contains(out, "PGPASSWORD") {
 			t.Errorf("summary does not name the changed env vars: %s", out)
 		}
+	}
+}
+
+// TestDigestBounded: a template of any size (thousands of env vars,
+// containers, volumes and references, names of any length) costs the
+// record a bounded digest, and a change beyond what it keeps by name is
+// still said.
+func TestDigestBounded(t *testing.T) {
+	huge := func(lastValue string) *corev1.PodTemplateSpec {
+		tpl := template()
+		long := strings.Repeat("n", 100_000)
+		for i := range 200 {
+			c := corev1.Container{Name: fmt.Sprintf("c%03d", i), Image: "shop/" + long + ":1"}
+			for j := range 5_000 / 200 {
+				c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("V%04d_%s", j, long[:1000]), Value: "x"})
+			}
+			tpl.Spec.Containers = append(tpl.Spec.Containers, c)
+		}
+		app(tpl).Env = nil
+		for j := range 3_000 {
+			app(tpl).Env = append(app(tpl).Env, corev1.EnvVar{Name: fmt.Sprintf("E%05d", j), Value: "v"})
+		}
+		app(tpl).Env[2_999].Value = lastValue
+		for j := range 1_000 {
+			tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: fmt.Sprintf("vol%04d", j), VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: fmt.Sprintf("s%04d", j)}}})
+		}
+		return tpl
+	}
+	h := hasher{seed: maphash.MakeSeed()}
+	a, b := h.digestOf(huge("1")), h.digestOf(huge("2"))
+	if len(a.containers) > maxDigestContainers || len(a.volumes) > maxDigestVolumes || len(a.refs) > maxDigestRefs || a.moreRefs == 0 {
+		t.Errorf("digest unbounded: %d containers, %d volumes, %d refs (%d more)", len(a.containers), len(a.volumes), len(a.refs), a.moreRefs)
+	}
+	for _, c := range a.containers {
+		if len(c.env) > maxDigestEnv || len(c.image) > maxDigestName+len("…") || len(c.name) > maxDigestName+len("…") {
+			t.Errorf("container %s: %d env vars, image of %d bytes", c.name, len(c.env), len(c.image))
+		}
+		for _, e := range c.env {
+			if len(e.name) > maxDigestName+len("…") {
+				t.Errorf("env name of %d bytes kept", len(e.name))
+			}
+		}
+	}
+	if got := diff(&a, &b).String(); !strings.Contains(got, "env app: others beyond the first 64 changed") {
+		t.Errorf("a change past the kept env vars: %q", got)
+	}
+	if got := diff(&a, &a).String(); got != "no change to the pod template" {
+		t.Errorf("no change: %q", got)
 	}
 }

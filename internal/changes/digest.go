@@ -13,19 +13,42 @@ import (
 // pods read, but no value. Values (env, args, command, probes, volume
 // sources) are kept only as hashes under a seed chosen per process and
 // never printed: they can tell "changed" from "same" and nothing else.
+//
+// Whoever edits a workload chooses how many containers, env vars, volumes
+// and references its template has, and how long their names are: the
+// digest keeps the first few of each (by name) and a hash of the rest, so
+// a template of any size costs the record the same bounded memory, and a
+// change beyond the first few is still said, just not by name.
 type digest struct {
 	hash        uint64 // the whole template
 	containers  []ctrDigest
 	volumes     []named // volume name, hash of its source
 	refs        []Ref   // ConfigMaps and Secrets read, sorted, unique
 	restartedAt string  // kubectl rollout restart's template annotation
+	// moreContainers and moreVolumes hash what lies beyond the kept ones
+	// (0: nothing); moreRefs counts the references not kept.
+	moreContainers, moreVolumes uint64
+	moreRefs                    int
 }
+
+// Bounds of a digest (see digest).
+const (
+	maxDigestContainers = 16
+	maxDigestEnv        = 64
+	maxDigestVolumes    = 32
+	maxDigestRefs       = 32
+	// maxDigestName bounds every name and image a digest keeps; a hash
+	// of the whole still tells a change.
+	maxDigestName = 253
+)
 
 type ctrDigest struct {
 	name     string
 	init     bool
 	image    string
-	env      []named // by name, sorted
+	imageSum uint64  // of the whole image reference (image may be clipped)
+	env      []named // by name, sorted, the first maxDigestEnv
+	moreEnv  uint64  // hash of the env vars beyond those (0: none)
 	command  uint64
 	args     uint64
 	requests []quantity // sorted by resource name
@@ -83,23 +106,68 @@ func (h hasher) of(m marshaler) uint64 {
 func (h hasher) digestOf(t *corev1.PodTemplateSpec) digest {
 	d := digest{hash: h.of(t), restartedAt: clip(t.Annotations[restartedAtAnnotation])}
 	refs := map[Ref]struct{}{}
+	var rest []uint64
 	for i := range t.Spec.InitContainers {
-		d.containers = append(d.containers, h.container(&t.Spec.InitContainers[i], true, refs))
+		c := h.container(&t.Spec.InitContainers[i], true, refs)
+		if len(d.containers) < maxDigestContainers {
+			d.containers = append(d.containers, c)
+		} else {
+			rest = append(rest, h.of(&t.Spec.InitContainers[i]))
+		}
 	}
 	for i := range t.Spec.Containers {
-		d.containers = append(d.containers, h.container(&t.Spec.Containers[i], false, refs))
+		c := h.container(&t.Spec.Containers[i], false, refs)
+		if len(d.containers) < maxDigestContainers {
+			d.containers = append(d.containers, c)
+		} else {
+			rest = append(rest, h.of(&t.Spec.Containers[i]))
+		}
 	}
+	d.moreContainers = h.sums(rest)
 	for i := range t.Spec.Volumes {
 		v := &t.Spec.Volumes[i]
-		d.volumes = append(d.volumes, named{v.Name, h.of(&v.VolumeSource)})
+		d.volumes = append(d.volumes, named{clipTo(v.Name, maxDigestName), h.str(v.Name) ^ h.of(&v.VolumeSource)})
 		volumeRefs(&v.VolumeSource, refs)
 	}
-	slices.SortFunc(d.volumes, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	d.volumes, d.moreVolumes = h.bounded(d.volumes, maxDigestVolumes)
 	for r := range refs {
 		d.refs = append(d.refs, r)
 	}
 	slices.SortFunc(d.refs, compareRefs)
+	if len(d.refs) > maxDigestRefs {
+		d.moreRefs = len(d.refs) - maxDigestRefs
+		d.refs = slices.Clip(d.refs[:maxDigestRefs])
+	}
 	return d
+}
+
+// bounded sorts named parts by name and keeps the first n, with a hash of
+// the rest (0: none).
+func (h hasher) bounded(parts []named, n int) ([]named, uint64) {
+	slices.SortFunc(parts, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	if len(parts) <= n {
+		return parts, 0
+	}
+	rest := make([]uint64, 0, len(parts)-n)
+	for _, p := range parts[n:] {
+		rest = append(rest, p.hash)
+	}
+	return slices.Clip(parts[:n]), h.sums(rest)
+}
+
+// sums hashes hashes, in order (0 for none).
+func (h hasher) sums(parts []uint64) uint64 {
+	if len(parts) == 0 {
+		return 0
+	}
+	var m maphash.Hash
+	m.SetSeed(h.seed)
+	for _, p := range parts {
+		for i := range 8 {
+			m.WriteByte(byte(p >> (8 * i)))
+		}
+	}
+	return m.Sum64() | 1
 }
 
 func compareRefs(a, b Ref) int {
@@ -110,7 +178,7 @@ func compareRefs(a, b Ref) int {
 }
 
 func (h hasher) container(c *corev1.Container, init bool, refs map[Ref]struct{}) ctrDigest {
-	d := ctrDigest{name: c.Name, init: init, image: c.Image,
+	d := ctrDigest{name: clipTo(c.Name, maxDigestName), init: init, image: clipTo(c.Image, maxDigestName), imageSum: h.str(c.Image),
 		command: h.str(c.Command...), args: h.str(c.Args...)}
 	for i := range c.Env {
 		e := &c.Env[i]
@@ -124,9 +192,9 @@ func (h hasher) container(c *corev1.Container, init bool, refs map[Ref]struct{})
 				refs[Ref{"Secret", r.Name}] = struct{}{}
 			}
 		}
-		d.env = append(d.env, named{e.Name, v})
+		d.env = append(d.env, named{clipTo(e.Name, maxDigestName), h.str(e.Name) ^ v})
 	}
-	slices.SortFunc(d.env, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	d.env, d.moreEnv = h.bounded(d.env, maxDigestEnv)
 	for _, f := range c.EnvFrom {
 		if f.ConfigMapRef != nil {
 			refs[Ref{"ConfigMap", f.ConfigMapRef.Name}] = struct{}{}

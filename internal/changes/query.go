@@ -107,6 +107,8 @@ func (c *Changes) Before(workload watcher.Key, t time.Time, window time.Duration
 			r.Objects = append(r.Objects, ObjectChange{Ref: ref, At: s.created, Created: true})
 		}
 	}
+	// References beyond the digest's bound: not tracked, and said so.
+	r.Untracked += w.digest.moreRefs
 	slices.SortStableFunc(r.Objects, func(a, b ObjectChange) int { return b.At.Compare(a.At) })
 	return r
 }
