@@ -40,6 +40,11 @@ type Payload struct {
 	// Context is the crash context: log lines, events, node, hint
 	// (docs/payload.md).
 	Context *incident.Context `json:"context,omitempty"`
+	// Changes says what changed in the workload just before the incident
+	// began: rollouts, ConfigMaps and Secrets, the undo command, and the
+	// whole in words (docs/payload.md); absent when herald keeps no
+	// record of the object's workload.
+	Changes *incident.Changes `json:"changes,omitempty"`
 	// Digest lists the incidents a digest summarises (transition digest).
 	Digest []Payload `json:"digest,omitempty"`
 }
@@ -111,6 +116,7 @@ func NewPayload(n incident.Notification) Payload {
 		Change:    n.Change,
 		Unmuted:   n.Unmuted,
 		Context:   n.Context,
+		Changes:   n.Changes,
 	}
 }
 

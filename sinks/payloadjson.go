@@ -89,6 +89,12 @@ func (p *Payload) AppendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if p.Changes != nil {
+		b = append(b, `,"changes":`...)
+		if b, err = appendChanges(b, p.Changes); err != nil {
+			return nil, err
+		}
+	}
 	if len(p.Digest) > 0 {
 		b = append(b, `,"digest":[`...)
 		for i := range p.Digest {

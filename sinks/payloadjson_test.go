@@ -19,18 +19,63 @@ import (
 var awkward = []string{"a", "Z", " ", "é", "日本", "🔥", `"`, `\`, "\n", "\r", "\t", "\b", "\f", "\x00", "\x1f", "\x7f",
 	"<", ">", "&", "\u2028", "\u2029", "\xff", "\xe2\x80", "\xed\xa0\x80", "restarts 5 → 25"}
 
+func awkwardString(c randfill.Continue) string {
+	var b strings.Builder
+	for range c.Intn(12) {
+		b.WriteString(awkward[c.Intn(len(awkward))])
+	}
+	return b.String()
+}
+
+var zones = []*time.Location{time.UTC, time.FixedZone("", 5*3600+30*60), time.FixedZone("", -7*3600), time.FixedZone("", 30)}
+
+func awkwardTime(c randfill.Continue) time.Time {
+	return time.Unix(c.Int63n(253402300799), c.Int63n(1e9)).In(zones[c.Intn(len(zones))])
+}
+
+// awkwardStrings is nil, empty or a few awkward strings: encoding/json
+// writes nil and empty apart.
+func awkwardStrings(c randfill.Continue) []string {
+	switch c.Intn(4) {
+	case 0:
+		return nil
+	case 1:
+		return []string{}
+	}
+	out := make([]string, 1+c.Intn(3))
+	for i := range out {
+		out[i] = awkwardString(c)
+	}
+	return out
+}
+
+func awkwardChanges(c randfill.Continue) incident.Changes {
+	ch := incident.Changes{Workload: awkwardString(c), Since: awkwardTime(c), At: awkwardTime(c), Undo: awkwardString(c), Lines: awkwardStrings(c)}
+	for range c.Intn(4) {
+		ch.Rollouts = append(ch.Rollouts, incident.Rollout{Revision: awkwardString(c), At: awkwardTime(c), By: awkwardString(c),
+			Items: awkwardStrings(c), Known: c.Intn(2) == 0, ChangeCause: awkwardString(c), Tools: awkwardStrings(c)})
+	}
+	if c.Intn(4) == 0 {
+		ch.Rollouts = []incident.Rollout{} // empty, not nil: omitted all the same
+	}
+	for range c.Intn(4) {
+		ch.Objects = append(ch.Objects, incident.ObjectChange{Kind: awkwardString(c), Name: awkwardString(c), At: awkwardTime(c),
+			Created: c.Intn(2) == 0, MetaToo: c.Intn(2) == 0, AlsoFailing: awkwardStrings(c)})
+	}
+	return ch
+}
+
 func awkwardPayloads(seed int64, n int) []Payload {
-	zones := []*time.Location{time.UTC, time.FixedZone("", 5*3600+30*60), time.FixedZone("", -7*3600), time.FixedZone("", 30)}
 	f := randfill.NewWithSeed(seed).NilChance(0.25).NumElements(0, 4).MaxDepth(4).Funcs(
-		func(s *string, c randfill.Continue) {
-			var b strings.Builder
-			for range c.Intn(12) {
-				b.WriteString(awkward[c.Intn(len(awkward))])
+		func(s *string, c randfill.Continue) { *s = awkwardString(c) },
+		func(t *time.Time, c randfill.Continue) { *t = awkwardTime(c) },
+		// The section's rollouts and objects lie deeper than MaxDepth
+		// (randfill leaves them zero): filled by hand, every field.
+		func(ch **incident.Changes, c randfill.Continue) {
+			if *ch = nil; c.Intn(4) > 0 {
+				v := awkwardChanges(c)
+				*ch = &v
 			}
-			*s = b.String()
-		},
-		func(t *time.Time, c randfill.Continue) {
-			*t = time.Unix(c.Int63n(253402300799), c.Int63n(1e9)).In(zones[c.Intn(len(zones))])
 		},
 		func(p *[]Payload, c randfill.Continue) {
 			if c.Intn(4) == 0 { // digests are rare and one level deep
@@ -55,7 +100,8 @@ func awkwardPayloads(seed int64, n int) []Payload {
 // usual ones.
 func TestAppendJSONIsEncodingJSON(t *testing.T) {
 	payloads := append(awkwardPayloads(1, 3000), NewPayload(crashNotification()), Payload{},
-		Payload{Context: &incident.Context{Logs: &incident.Logs{}}}, Payload{Context: &incident.Context{Logs: &incident.Logs{Lines: []string{}}}})
+		Payload{Context: &incident.Context{Logs: &incident.Logs{}}}, Payload{Context: &incident.Context{Logs: &incident.Logs{Lines: []string{}}}},
+		Payload{Changes: &incident.Changes{}}, Payload{Changes: &incident.Changes{Lines: []string{}, Rollouts: []incident.Rollout{{}}, Objects: []incident.ObjectChange{{}}}})
 	for i, p := range payloads {
 		want, wantErr := json.Marshal(p)
 		got, err := p.AppendJSON(nil)
@@ -81,6 +127,14 @@ func TestAppendJSONTimeErrors(t *testing.T) {
 		if _, err := p.AppendJSON(nil); err == nil || wantErr == nil {
 			t.Errorf("event at %v: error %v (encoding/json: %v), want both to fail", at, err, wantErr)
 		}
+		for _, c := range []incident.Changes{{Since: at}, {At: at}, {Rollouts: []incident.Rollout{{At: at}}}, {Objects: []incident.ObjectChange{{At: at}}}} {
+			p := NewPayload(crashNotification())
+			p.Changes = &c
+			_, wantErr := json.Marshal(p)
+			if _, err := p.AppendJSON(nil); err == nil || wantErr == nil {
+				t.Errorf("changes %+v: error %v (encoding/json: %v), want both to fail", c, err, wantErr)
+			}
+		}
 	}
 }
 
@@ -95,6 +149,11 @@ func crashNotification() incident.Notification {
 		Logs:   &incident.Logs{Container: "app", Previous: true, Lines: []string{"panic: out of memory", "goroutine 1 [running]:"}},
 		Events: []incident.Event{{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container", Count: 5, LastSeen: at}},
 		Node:   &incident.Node{Name: "node-1", Conditions: []string{"MemoryPressure"}}, Hint: "exit 137: killed, often for memory",
+	}, Changes: &incident.Changes{Workload: "Deployment/api", Since: at.Add(-30 * time.Minute), At: at,
+		Rollouts: []incident.Rollout{{Revision: "7", At: at.Add(-4 * time.Minute), By: "argocd", Known: true,
+			Items: []string{"image app: shop/api:1.8.2 → 1.9.0", "env DB_POOL changed"}}},
+		Undo:  "kubectl rollout undo deployment/api -n shop --to-revision=6",
+		Lines: []string{"Rolled out 4 min before (revision 7, by argocd): image app: shop/api:1.8.2 → 1.9.0; env DB_POOL changed"},
 	}}
 }
 

@@ -23,13 +23,15 @@ const intro = `# Messages
 What each kind of notification says, as a person reads it in the
 channel: the push text (a phone's lock screen, a screen reader), then
 the message. Slack's and Teams' markup is shown as they display it
-(▌ is the header, │ a code block, [ ] a button); a terminal shows the
-stdout sink's lines as they are. The JSON payload of webhooks and NATS
-is in [payload.md](payload.md).
+(▌ is the header, │ a code block, ──── a separator line, [ ] a
+button); a terminal shows the stdout sink's lines as they are. The JSON
+payload of webhooks and NATS is in [payload.md](payload.md).
 
 Every message leads with the cluster (the top-level ` + "`clusterName`" + `) and
 the object, then what happened; the first screen holds the one sentence
-that says why, the hint and the last log lines; the facts list only what
+that says why, the hint, the last log lines and what changed in the
+workload just before (a rollout and the command that undoes it, a
+ConfigMap or Secret, or that nothing did); the facts list only what
 is not said above them. Durations read as people say them ("12 min",
 "3 h 20 min"). A resolved message says how long it lasted and how it
 ended, a muted one by what and until when.

@@ -101,6 +101,7 @@ func teamsMessage(body []byte) (summary, card string) {
 			Content struct {
 				Body []struct {
 					Type, Text, FontType, Weight string
+					Separator                    bool
 					Facts                        []struct{ Title, Value string }
 				}
 				Actions []struct{ Title string }
@@ -111,6 +112,9 @@ func teamsMessage(body []byte) (summary, card string) {
 	c := m.Attachments[0].Content
 	var lines []string
 	for _, b := range c.Body {
+		if b.Separator {
+			lines = append(lines, "────")
+		}
 		switch {
 		case b.Type == "FactSet":
 			for _, f := range b.Facts {

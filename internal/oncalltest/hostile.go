@@ -35,5 +35,32 @@ func Hostile() incident.Notification {
 			Logs:   &incident.Logs{Container: "app " + h, Previous: true, Lines: []string{"first line", h, "last ``` line @everyone"}},
 			Events: []incident.Event{{Type: "Warning", Reason: "BackOff " + h, Message: h, Count: 3, LastSeen: at}},
 			Node:   &incident.Node{Name: "node-1 " + h, Conditions: []string{"MemoryPressure " + h}},
-		}}
+		},
+		Changes: HostileChanges(at.Add(-10 * time.Minute))}
+}
+
+// HostileJSON is what breaks JSON written by hand: quotes, a backslash, a
+// control character and the line separators JavaScript ends lines at.
+const HostileJSON = "\"quoted\" back\\slash \\u0000 \x00 \u2028 \u2029 </script>"
+
+// HostileChanges is a "What changed" section (internal/changes) with
+// HostileText and HostileJSON in every string: the image, env var,
+// ConfigMap, workload and field manager names, the change-cause and tool
+// annotations, the undo command, and the lines that say them, for an
+// incident that began at at.
+func HostileChanges(at time.Time) *incident.Changes {
+	h := HostileText + " " + HostileJSON
+	return &incident.Changes{
+		Workload: "Deployment/api " + h, Since: at.Add(-30 * time.Minute), At: at,
+		Rollouts: []incident.Rollout{{Revision: "7 " + h, At: at.Add(-4 * time.Minute), By: "argocd " + h, Known: true,
+			Items:       []string{"image app: shop/api:1 → 2 " + h, "env DB_" + h + " changed"},
+			ChangeCause: "deploy " + h, Tools: []string{"argocd.argoproj.io/instance=" + h}}},
+		Undo: "kubectl rollout undo deployment/api` " + h + " `-n shop --to-revision=6",
+		Objects: []incident.ObjectChange{{Kind: "ConfigMap", Name: "app-config " + h, At: at.Add(-2 * time.Minute),
+			AlsoFailing: []string{"Deployment/cart " + h}}},
+		Lines: []string{
+			"Rolled out 4 min before (revision 7 " + h + ", by argocd " + h + "): image app: shop/api:1 → 2 " + h + "; change-cause: deploy " + h,
+			"ConfigMap app-config " + h + " changed 2 min before; Deployment/cart " + h + ", which reads it too, fails since",
+		},
+	}
 }

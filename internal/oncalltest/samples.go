@@ -58,9 +58,44 @@ func crashContext(pod string, at time.Time) *incident.Context {
 		Logs: &incident.Logs{Container: "app", Previous: true, Truncated: true, Lines: crashLines},
 		Events: []incident.Event{
 			{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container app in pod " + pod, Count: 12, LastSeen: at.Add(-time.Minute)},
-			{Type: "Normal", Reason: "Pulled", Message: "Container image \"registry.example/shop/checkout:2.3.1\" already present on machine", Count: 6, LastSeen: at.Add(-2 * time.Minute)}},
+			{Type: "Normal", Reason: "Pulled", Message: "Container image \"registry.example/shop/checkout:1.9.0\" already present on machine", Count: 6, LastSeen: at.Add(-2 * time.Minute)}},
 		Node: &incident.Node{Name: "node-7"},
 	}
+}
+
+// The "What changed" sections internal/changes makes for the samples'
+// incidents (they began at sampleStart; its window is 30 min). Every
+// notification of an incident carries its section, as the stage attaches
+// it; the sinks show it on the open ones only.
+
+// rolledOut: the crash-looping pod's Deployment rolled out a new image
+// 4 min before, which undo would take back.
+func rolledOut() *incident.Changes {
+	return &incident.Changes{
+		Workload: "Deployment/checkout", Since: sampleStart.Add(-30 * time.Minute), At: sampleStart,
+		Rollouts: []incident.Rollout{{Revision: "7", At: sampleStart.Add(-4 * time.Minute), By: "argocd", Known: true,
+			Items: []string{"image app: registry.example/shop/checkout:1.8.2 → 1.9.0", "env DB_POOL changed"}}},
+		Undo:  "kubectl rollout undo deployment/checkout -n shop --to-revision=6",
+		Lines: []string{"Rolled out 4 min before (revision 7, by argocd): image app: registry.example/shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed"},
+	}
+}
+
+// configChanged: a ConfigMap the workload reads changed 2 min before, and
+// another workload that reads it fails since: one change, two alerts.
+func configChanged() *incident.Changes {
+	return &incident.Changes{
+		Workload: "Deployment/checkout", Since: sampleStart.Add(-30 * time.Minute), At: sampleStart,
+		Objects: []incident.ObjectChange{{Kind: "ConfigMap", Name: "app-config", At: sampleStart.Add(-2 * time.Minute),
+			AlsoFailing: []string{"Deployment/cart"}}},
+		Lines: []string{"ConfigMap app-config changed 2 min before; Deployment/cart, which reads it too, fails since"},
+	}
+}
+
+// nothingChanged: no rollout, no ConfigMap or Secret edit in the window,
+// which rules a change out.
+func nothingChanged(workload string) *incident.Changes {
+	return &incident.Changes{Workload: workload, Since: sampleStart.Add(-30 * time.Minute), At: sampleStart,
+		Lines: []string{"No change to this workload in the last 30 min"}}
 }
 
 // Samples are one notification of each kind herald sends.
@@ -68,6 +103,12 @@ func Samples() []Sample {
 	at := func(d time.Duration) time.Time { return sampleStart.Add(d) }
 	note := func(inc incident.Incident, tr incident.Transition, seq int, t time.Time) incident.Notification {
 		return incident.Notification{Incident: inc, Transition: tr, Seq: seq, Time: t}
+	}
+	// crash is a notification of the crash-looping pod's incident.
+	crash := func(inc incident.Incident, tr incident.Transition, seq int, t time.Time) incident.Notification {
+		n := note(inc, tr, seq, t)
+		n.Changes = rolledOut()
+		return n
 	}
 	var out []Sample
 	titles := map[string]string{
@@ -80,34 +121,34 @@ func Samples() []Sample {
 		out = append(out, Sample{Name: name, Title: titles[name], About: about, Note: n, Now: n.Time})
 	}
 
-	firing := note(crashIncident(), incident.Firing, 1, at(12*time.Minute))
+	firing := crash(crashIncident(), incident.Firing, 1, at(12*time.Minute))
 	firing.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", firing.Time)
-	add("firing", "a new incident, with its crash context", firing)
+	add("firing", "a new incident, with its crash context and what changed just before: a rollout, and how to undo it", firing)
 
 	inc := crashIncident()
 	inc.Facts["restartCount"] = "25"
 	inc.Text = "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app: restarted 25 times, last exit code 1 (Error)"
-	updated := note(inc, incident.Updated, 2, at(40*time.Minute))
+	updated := crash(inc, incident.Updated, 2, at(40*time.Minute))
 	updated.Change = "restarts 5 → 25"
 	add("updated", "it changed materially (paced: one update may merge many changes)", updated)
 
-	add("repeat", "still firing after the rule's repeat interval", note(inc, incident.Repeat, 3, at(3*time.Hour+20*time.Minute)))
+	add("repeat", "still firing after the rule's repeat interval", crash(inc, incident.Repeat, 3, at(3*time.Hour+20*time.Minute)))
 
 	inc = crashIncident()
 	inc.ResolvedAt, inc.Ended = at(42*time.Minute), incident.EndedRecovered
-	add("resolved", "the problem went away", note(inc, incident.Resolved, 4, at(42*time.Minute)))
+	add("resolved", "the problem went away", crash(inc, incident.Resolved, 4, at(42*time.Minute)))
 
 	inc = crashIncident()
 	inc.ResolvedAt, inc.Ended = at(15*time.Minute), incident.EndedDeleted
-	add("resolved-deleted", "the object was deleted", note(inc, incident.Resolved, 2, at(15*time.Minute)))
+	add("resolved-deleted", "the object was deleted", crash(inc, incident.Resolved, 2, at(15*time.Minute)))
 
 	inc = crashIncident()
 	inc.MutedBy, inc.MutedUntil = "silence shop/deploy-checkout", time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	silenced := note(inc, incident.Silenced, 2, at(20*time.Minute))
+	silenced := crash(inc, incident.Silenced, 2, at(20*time.Minute))
 	silenced.Change = "silenced until 2026-11-22 12:00 UTC (silence shop/deploy-checkout)"
 	add("silenced", "a silence (or annotation, or maintenance window) now mutes an announced incident", silenced)
 
-	unmuted := note(crashIncident(), incident.Updated, 3, at(2*time.Hour))
+	unmuted := crash(crashIncident(), incident.Updated, 3, at(2*time.Hour))
 	unmuted.Unmuted = "silence shop/deploy-checkout"
 	add("unmuted", "the mute the channel was told of ended", unmuted)
 
@@ -123,11 +164,13 @@ func Samples() []Sample {
 	}
 	g := note(grouped, incident.Firing, 1, at(13*time.Minute))
 	g.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", g.Time)
-	add("grouped", "the chart's default rules group a workload's pods: one incident for the workload", g)
+	g.Changes = configChanged()
+	add("grouped", "the chart's default rules group a workload's pods: one incident for the workload; a ConfigMap it reads changed just before, and another workload that reads it fails too", g)
 
 	grouped.MemberCount, grouped.Title = 10, "CrashLoopBackOff: Deployment shop/checkout: 10/10 pods (container app)"
 	gu := note(grouped, incident.Updated, 2, at(14*time.Minute))
 	gu.Change = "3 → 10 of 10 pods"
+	gu.Changes = configChanged()
 	add("grouped-updated", "more of the workload's pods have the problem (paced: one update per updateInterval)", gu)
 
 	pull := incident.Incident{
@@ -139,7 +182,9 @@ func Samples() []Sample {
 		Text:  `ImagePullBackOff: Pod shop/web-5f7c9d-abcde container web: cannot pull the image "registry.example/shop/web:1.4.2": registry.example/shop/web:1.4.2: not found`,
 		Sinks: []string{"chat"}, FirstSeen: sampleStart,
 	}
-	add("image-pull", "an image that will not pull: the image and the registry's answer", note(pull, incident.Firing, 1, at(2*time.Minute)))
+	pn := note(pull, incident.Firing, 1, at(2*time.Minute))
+	pn.Changes = nothingChanged("Deployment/web")
+	add("image-pull", "an image that will not pull: the image and the registry's answer; nothing changed in the workload just before, which rules a rollout out", pn)
 
 	cfg := incident.Incident{
 		ID: "c0nf100000000err-1", Occurrence: 1, Fingerprint: "c0nf100000000err", Rule: "pod-container-error", Severity: "warning", Reason: "CreateContainerConfigError",

@@ -76,6 +76,16 @@ func (s *Sink) alert(n incident.Notification) Alert {
 			annotations["context"] = sinks.Tail(text, maxAnnotation) // the last log lines matter most
 		}
 	}
+	if c := n.Changes; c != nil {
+		// What changed just before it began, one change a line (the
+		// first lines matter most: the rollouts), and the command that
+		// undoes the rollouts. On every post, as the summary: the alert
+		// is replaced whole, and a resolved one's receivers quote it.
+		note("what_changed", strings.Join(c.Lines, "\n"))
+		if !sinks.NothingChanged(c) {
+			note("undo", c.Undo)
+		}
+	}
 	a := Alert{Labels: labels, Annotations: annotations, StartsAt: inc.FirstSeen.UTC(), GeneratorURL: s.opts.GeneratorURL}
 	if n.Transition == incident.Resolved {
 		a.EndsAt = n.Time.UTC()

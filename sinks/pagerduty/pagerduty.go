@@ -172,6 +172,15 @@ func (s *Sink) Event(n incident.Notification) Event {
 		add("events", strings.Join(events, "\n"))
 		add("contextUnavailable", c.Unavailable)
 	}
+	if c := n.Changes; c != nil {
+		// What changed just before it began, one change a line, and
+		// the command that undoes the rollouts: the first question on
+		// the call.
+		add("whatChanged", strings.Join(c.Lines, "\n"))
+		if !sinks.NothingChanged(c) {
+			add("undo", c.Undo)
+		}
+	}
 	e.Payload = &Payload{
 		Summary: sinks.Head(summary(n, s.opts.ClusterName), MaxSummary), Source: sinks.Head(source, MaxSummary), Severity: severity(inc.Severity),
 		Timestamp: n.Time.UTC().Format(time.RFC3339), Component: inc.Object.Name, Group: cmp.Or(s.opts.ClusterName, inc.Object.Namespace),

@@ -129,8 +129,9 @@ func TestRejectedEventIsFinal(t *testing.T) {
 	}
 }
 
-// TestHostileFactsStayWithinLimits: a huge, non-UTF-8 title, facts and
-// log lines still make a valid event within the documented limits.
+// TestHostileFactsStayWithinLimits: a huge, non-UTF-8 title, facts, log
+// lines and "What changed" section still make a valid event within the
+// documented limits.
 func TestHostileFactsStayWithinLimits(t *testing.T) {
 	pd := oncalltest.NewPagerDuty(t)
 	n := notification(incident.Firing, 1)
@@ -138,6 +139,8 @@ func TestHostileFactsStayWithinLimits(t *testing.T) {
 	n.Incident.ID = strings.Repeat("f", 300)
 	n.Incident.Facts = map[string]string{"lastLogLine": strings.Repeat("x", 100<<10)}
 	n.Context = &incident.Context{Logs: &incident.Logs{Lines: []string{strings.Repeat("€", 50<<10)}}}
+	n.Changes = oncalltest.HostileChanges(n.Time)
+	n.Changes.Lines = append(n.Changes.Lines, strings.Repeat("\xff\"", 50<<10))
 	if err := newSink(t, pd.URL, routingKey).Send(context.Background(), n); err != nil {
 		t.Fatalf("%v (%v)", err, pd.Invalid())
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/herald-k8s/herald/internal/incident"
 )
 
-// FuzzRender: whatever the object names, messages and facts hold (sizes,
-// markup, invalid UTF-8), a message and a digest stay within Slack's
-// Block Kit limits and marshal to JSON.
+// FuzzRender: whatever the object names, messages, facts and the "What
+// changed" section hold (sizes, markup, invalid UTF-8), a message and a
+// digest stay within Slack's Block Kit limits and marshal to JSON.
 func FuzzRender(f *testing.F) {
 	f.Add("shop", "checkout-7d9f8b6c5-x2x9q", "app", "CrashLoopBackOff: <b>&</b>", "panic: connect to db", "prod-eu", 3)
 	f.Add("", strings.Repeat("n", 300), "", strings.Repeat("é", 4000), strings.Repeat("`", 5000), strings.Repeat("c", 200), 60)
@@ -32,6 +32,10 @@ func FuzzRender(f *testing.F) {
 			Logs:   &incident.Logs{Container: container, Previous: true, Lines: lines, Truncated: count%2 == 0},
 			Events: []incident.Event{{Type: "Warning", Reason: title, Message: last, Count: int32(count)}, {Type: "Normal", Reason: name, Message: title}},
 			Node:   &incident.Node{Name: cluster, Conditions: []string{title}}}
+		// What changed, of as many hostile lines, and an undo of any size.
+		n.Changes = &incident.Changes{Rollouts: make([]incident.Rollout, 1), Undo: name + last, Lines: lines}
+		checkMessage(t, Render(n, cluster, t0))
+		n.Changes.Rollouts = nil // nothing changed: the plain line
 		checkMessage(t, Render(n, cluster, t0))
 		count = min(max(count, 1), 200)
 		digest := make([]incident.Notification, count)

@@ -118,8 +118,8 @@ func mentions(n incident.Notification) string {
 // Render builds the message for one notification: what the incident is
 // now (the message is edited in place as it evolves). The first screen
 // says who and what in the header, then the one sentence that matters,
-// the hint and the last log lines; fields only hold what is not said
-// above them; events, termination message and links come after.
+// the hint, the last log lines and what changed just before; fields only
+// hold what is not said above them; events, termination message and links come after.
 func Render(n incident.Notification, cluster string, now time.Time) Message {
 	inc := n.Incident
 	headline := sinks.Headline(n, cluster, now)
@@ -135,6 +135,7 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 	open := n.Transition != incident.Resolved && n.Transition != incident.Silenced
 	if open {
 		blocks = append(blocks, contextBlocks(n, now)...)
+		blocks = append(blocks, changedBlocks(n)...)
 		if f := fields(n, now); len(f) > 0 {
 			blocks = append(blocks, slack.NewSectionBlock(nil, f, nil))
 		}

@@ -58,7 +58,8 @@ const logLines = 3
 
 // Format renders n as one readable line, the headline any chat sink
 // pushes then what it says first (a digest: one line per incident), and
-// for a firing its hint and last log lines indented below.
+// for a firing its hint, last log lines and what changed just before
+// indented below.
 func Format(n incident.Notification, cluster string, now time.Time) string {
 	stamp := n.Time.UTC().Format(time.RFC3339)
 	if n.Transition == incident.Digest {
@@ -103,6 +104,16 @@ func Format(n incident.Notification, cluster string, now time.Time) string {
 		}
 		if c.Unavailable != "" {
 			line += "\n    context incomplete: " + oneLine(c.Unavailable)
+		}
+	}
+	if c := sinks.Changed(n); c != nil && n.Transition == incident.Firing {
+		// What changed just before, one change a line, and how to undo
+		// it: shown with the crash context, on the firing.
+		for _, l := range sinks.ChangeLines(c) {
+			line += "\n    what changed: " + oneLine(l)
+		}
+		if c.Undo != "" && !sinks.NothingChanged(c) {
+			line += "\n    undo: " + oneLine(c.Undo)
 		}
 	}
 	return line

@@ -20,8 +20,9 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // TestHostileTextGolden: a notification with new lines, terminal escapes
 // and chat markup in every field (oncalltest.Hostile) prints exactly
 // testdata/hostile.golden.txt: each notification on its own line (the
-// firing's hint, 3 log lines and missing context indented below it), no
-// line forged, no raw control character; as JSON, one line each.
+// firing's hint, 3 log lines, missing context, what changed and the undo
+// command indented below it), no line forged, no raw control character;
+// as JSON, one line each.
 func TestHostileTextGolden(t *testing.T) {
 	firing := oncalltest.Hostile()
 	digest := incident.Notification{Transition: incident.Digest, Time: firing.Time, Digest: []incident.Notification{firing}}
@@ -40,9 +41,10 @@ func TestHostileTextGolden(t *testing.T) {
 		t.Errorf("JSON: not one line per notification:\n%s", j)
 	}
 	got := send("text")
-	// firing: 1 + hint + 3 log lines + context incomplete; digest: 1 + 1.
-	if lines := strings.Count(got, "\n"); lines != 6+2 {
-		t.Errorf("%d lines, want 8:\n%s", lines, got)
+	// firing: 1 + hint + 3 log lines + context incomplete + 2 changes +
+	// undo; digest: 1 + 1.
+	if lines := strings.Count(got, "\n"); lines != 9+2 {
+		t.Errorf("%d lines, want 11:\n%s", lines, got)
 	}
 	if strings.ContainsFunc(got, func(r rune) bool { return r != '\n' && r != '\t' && unsafeRune(r) }) {
 		t.Errorf("a control character reached the output:\n%q", got)
@@ -86,5 +88,35 @@ func TestFormatGolden(t *testing.T) {
 				t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
 			}
 		})
+	}
+}
+
+// TestChanged: a firing says what changed just before, one change a
+// line, then the undo command, indented below it; a change's new lines
+// and escapes stay on its line (it fails if they are let through); a
+// later notification does not repeat the section, and a section that
+// rules a change out offers no undo.
+func TestChanged(t *testing.T) {
+	n := oncalltest.Hostile()
+	n.Context = nil
+	n.Changes = oncalltest.HostileChanges(n.Time)
+	lines := strings.Split(Format(n, "prod-eu", n.Time), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "    what changed: Rolled out 4 min before (revision 7 <!channel>") ||
+		!strings.HasPrefix(lines[2], "    what changed: ConfigMap app-config <!channel>") || !strings.HasPrefix(lines[3], "    undo: kubectl rollout undo deployment/api") {
+		t.Fatalf("%d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	for _, l := range lines[1:] {
+		if strings.ContainsFunc(l, unsafeRune) || !strings.Contains(l, `\u2028`) {
+			t.Errorf("a control character or line separator left in %q", l)
+		}
+	}
+	n.Transition = incident.Updated
+	if got := Format(n, "prod-eu", n.Time); strings.Contains(got, "what changed") {
+		t.Errorf("an update repeats the section:\n%s", got)
+	}
+	n.Transition = incident.Firing
+	n.Changes = &incident.Changes{Undo: "kubectl rollout undo deployment/x", Lines: []string{"No change to this workload in the last 30 min"}}
+	if got := Format(n, "prod-eu", n.Time); !strings.HasSuffix(got, "\n    what changed: No change to this workload in the last 30 min") {
+		t.Errorf("nothing changed:\n%s", got)
 	}
 }

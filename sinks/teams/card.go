@@ -47,8 +47,8 @@ func (b *blocks) text(s string, extra map[string]any) {
 
 // card is the Adaptive Card (schema 1.4, which Teams renders) for n. Its
 // first lines are what a reader needs: where and what (the headline),
-// the one sentence, the hint and the last log lines; then the facts not
-// already said, the events and the links.
+// the one sentence, the hint, the last log lines and what changed just
+// before; then the facts not already said, the events and the links.
 func card(n incident.Notification, cluster string, level detail, now time.Time) map[string]any {
 	var body blocks
 	var actions []any
@@ -97,9 +97,14 @@ func card(n incident.Notification, cluster string, level detail, now time.Time) 
 				body.text(escape(clip("Context incomplete: "+c.Unavailable, maxFact)), map[string]any{"isSubtle": true})
 			}
 		}
+		changes := level < noFacts && body.changed(n) // open notifications only (sinks.Changed)
 		if open && level < noFacts {
 			if f := facts(n, now); len(f) > 0 {
-				body = append(body, map[string]any{"type": "FactSet", "facts": f})
+				set := map[string]any{"type": "FactSet", "facts": f}
+				if changes {
+					set["separator"] = true
+				}
+				body = append(body, set)
 			}
 		}
 		if c := n.Context; c != nil && open && level < noContext {

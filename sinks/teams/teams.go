@@ -85,8 +85,8 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 
 // Render is the message for n: an Adaptive Card within Teams' size limit,
 // its durations counted to now. When the whole card would be too large,
-// the crash context goes first, then the facts, then the text is
-// shortened.
+// the crash context goes first, then the facts and what changed, then
+// the text is shortened.
 func Render(n incident.Notification, cluster string, now time.Time) ([]byte, error) {
 	for _, level := range []detail{full, noContext, noFacts, minimal} {
 		body, err := json.Marshal(message(card(n, cluster, level, now)))

@@ -87,8 +87,9 @@ func TestErrorsHideTheSignature(t *testing.T) {
 	}
 }
 
-// FuzzRender: whatever the facts (huge, not UTF-8, full of Markdown and
-// JSON metacharacters), the message is a valid card within 28 KB.
+// FuzzRender: whatever the facts and the "What changed" section (huge,
+// not UTF-8, full of Markdown and JSON metacharacters), the message is a
+// valid card within 28 KB.
 func FuzzRender(f *testing.F) {
 	f.Add("shop/api: crash-looping", "Restarted 5 times", "panic: boom", "OOMKilled", 3, 40)
 	f.Add(strings.Repeat("ü\xff*_[", 500), strings.Repeat("\"\\\n\t\x00", 3000), strings.Repeat("€", 20000), strings.Repeat("#", 5000), 100, 3000)
@@ -104,6 +105,8 @@ func FuzzRender(f *testing.F) {
 		for range 30 {
 			n.Context.Events = append(n.Context.Events, incident.Event{Type: "Warning", Reason: event, Message: text})
 		}
+		n.Changes = &incident.Changes{Rollouts: make([]incident.Rollout, 1), Undo: title + event, Lines: n.Context.Logs.Lines,
+			Objects: []incident.ObjectChange{{Kind: event, Name: title}}}
 		for _, m := range []incident.Notification{n, {Transition: incident.Digest, Digest: repeat(n, min(max(digest, 0), 300))}} {
 			body, err := Render(m, title, m.Time)
 			if err != nil {

@@ -36,6 +36,9 @@ func TestBodyTemplates(t *testing.T) {
 		{"default for an empty value", `[{{ json (default "no change" .Change) }}, {{ json (default "x" .Object.Kind) }}]`, incident.Firing, `["no change", "Pod"]`},
 		{"color by severity", `[{{ color . }}, {{ json (colorHex .) }}]`, incident.Firing, `[14687834, "#e01e5a"]`},
 		{"color of a resolution", `[{{ color . }}, {{ json (colorHex .) }}]`, incident.Resolved, `[3061373, "#2eb67d"]`},
+		{"what changed, and its undo", `{{ with .Changes }}{"lines": {{ json .Lines }}, "undo": {{ json .Undo }}}{{ else }}null{{ end }}`, incident.Firing,
+			`{"lines": ["Rolled out 4 min before (revision 7, by argocd): image api: shop/api:1.8.2 → 1.9.0; env DB_POOL changed; change-cause: deploy \"v1.9\" \\ ünïcødé"], "undo": "kubectl rollout undo deployment/api -n shop --to-revision=6"}`},
+		{"no section: with skips it", `{{ with .Changes }}{{ json .Lines }}{{ else }}null{{ end }}`, incident.Resolved, `null`},
 		{"a digest's incidents", `{"n": {{ len .Digest }}, "names": [{{ range $i, $d := .Digest }}{{ if $i }},{{ end }}{{ json $d.Object.Name }}{{ end }}]}`, incident.Digest, `{"n": 1, "names": ["api-7d9f-x2k4"]}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +72,10 @@ func TestBodyTemplateErrors(t *testing.T) {
 		{src: "{\"a\": {{ truncate .Title .Title }}}", line: 1, col: 18, msg: "wrong type for value; expected int; got string"},
 		{src: "{\n\"a\": {{ end }}}", line: 2, msg: "unexpected {{end}}"},
 		{src: `{{ range $i := 100000 }}{{ json $.Text }}{{ end }}`, line: 1, msg: "renders more than 1048576 bytes; shorten it with truncate"},
+		// What changed is absent from the sample resolution: a template
+		// that does not take it with "with" fails at load, not at the
+		// first resolution.
+		{src: `{"a": {{ json .Changes.Lines }}}`, line: 1, col: 22, msg: "nil pointer evaluating *incident.Changes.Lines (rendering a sample resolved notification)"},
 	} {
 		_, err := CompileBody(tt.src)
 		te, ok := err.(*TemplateError)

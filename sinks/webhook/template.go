@@ -168,9 +168,9 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 }
 
 // SampleNotifications are what a body template is tried on at load: a
-// crash loop firing with crash context and text that breaks naive JSON
-// (quotes, backslashes, newlines, non-ASCII), its resolution, and a
-// digest. Tests render documented templates on them too.
+// crash loop firing with crash context, what changed just before and text
+// that breaks naive JSON (quotes, backslashes, newlines, non-ASCII), its
+// resolution (with neither), and a digest. Tests render documented templates on them too.
 func SampleNotifications() []incident.Notification {
 	first := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	inc := incident.Incident{
@@ -189,7 +189,15 @@ func SampleNotifications() []incident.Notification {
 		Hint:   "Exit code 1 is the program's own error: read the log lines above.",
 		Pod:    "api-7d9f-x2k4",
 	}
-	firing := incident.Notification{Incident: inc, Transition: incident.Firing, Seq: 1, Time: first, Context: ctx}
+	// What changed: the resolution has none (an object herald keeps no
+	// record of), so a template must take it with "with".
+	changes := &incident.Changes{Workload: "Deployment/api", Since: first.Add(-30 * time.Minute), At: first,
+		Rollouts: []incident.Rollout{{Revision: "7", At: first.Add(-4 * time.Minute), By: "argocd", Known: true,
+			Items: []string{"image api: shop/api:1.8.2 → 1.9.0", "env DB_POOL changed"}, ChangeCause: `deploy "v1.9" \ ünïcødé`}},
+		Undo:  "kubectl rollout undo deployment/api -n shop --to-revision=6",
+		Lines: []string{`Rolled out 4 min before (revision 7, by argocd): image api: shop/api:1.8.2 → 1.9.0; env DB_POOL changed; change-cause: deploy "v1.9" \ ünïcødé`},
+	}
+	firing := incident.Notification{Incident: inc, Transition: incident.Firing, Seq: 1, Time: first, Context: ctx, Changes: changes}
 	resolved := incident.Notification{Incident: inc, Transition: incident.Resolved, Seq: 2, Time: first.Add(10 * time.Minute)}
 	digest := incident.Notification{Incident: incident.Incident{Sinks: inc.Sinks}, Transition: incident.Digest, Time: first, Digest: []incident.Notification{firing}}
 	return []incident.Notification{firing, resolved, digest}
