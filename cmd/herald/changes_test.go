@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/oncalltest"
 	"github.com/herald-k8s/herald/internal/testenv"
 )
 
@@ -38,14 +41,21 @@ var templateValues = []string{
 	"SecretValue-3333", "SecretValue-4444", // db-creds' data, before and after
 }
 
+// changesConfig sends to every kind of sink: the webhook, Slack, Teams,
+// PagerDuty, a real Alertmanager and stdout (herald's log here).
 const changesConfig = `
 clusterName: test
 context: {enabled: false}
 incidents: {ledgerName: herald-ledger}
 rules:
-  - {name: crashloop, kind: Pod, detector: crashloop, namespaces: {include: [shop]}, sinks: [hook]}
+  - {name: crashloop, kind: Pod, detector: crashloop, namespaces: {include: [shop]}, sinks: [hook, slack, teams, page, am, console]}
 sinks:
-  - {name: hook, webhook: {url: %s}}
+  - {name: hook, webhook: {url: %q}}
+  - {name: slack, slack: {token: {value: xoxb-routing-test, allowPlaintext: true}, channel: "#alerts", apiURL: %q, insecure: true}}
+  - {name: teams, teams: {url: %q}}
+  - {name: page, pagerduty: {routingKey: {value: changeschangeschangeschangeschan, allowPlaintext: true}, url: %q}}
+  - {name: am, alertmanager: {urls: [%q], resendInterval: 1s}}
+  - {name: console, stdout: {format: text}}
 `
 
 // TestWhatChangedEndToEnd: on the real API server, a Deployment rolled
@@ -53,9 +63,10 @@ sinks:
 // then its pod crash-loops: the firing alert names the rollout (both
 // images, the env var and args by name, the revision), the undo command
 // and both objects' changes; a second workload that reads the same
-// ConfigMap and fails after says the first does too. No value of the
-// template, the ConfigMap or the Secret reaches the payloads, the ledger
-// or herald's log, and herald makes no API request for any of it once
+// ConfigMap and fails after says the first does too. Every kind of sink
+// shows it (webhook, Slack, Teams, PagerDuty, a real Alertmanager,
+// stdout). No value of the template, the ConfigMap or the Secret reaches
+// any of them, the ledger or herald's log, and herald makes no API request for any of it once
 // its informers run: every request it sends in the crash phase, watches
 // and its own namespace aside, is counted, and there are none.
 func TestWhatChangedEndToEnd(t *testing.T) {
@@ -83,8 +94,15 @@ func TestWhatChangedEndToEnd(t *testing.T) {
 	}
 
 	recv := newRawReceiver(t)
+	slack, teams, pd := newSlackChannels(t), oncalltest.NewTeams(t), oncalltest.NewPagerDuty(t)
+	am, err := testenv.RunAlertmanager(ctx, t.TempDir(), 5*time.Minute, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer am.Stop()
 	api := newRecordingProxy(t, env.Config)
-	h := startedHerald(t, env, strings.Replace(changesConfig, "%s", recv.URL, 1), "--kubeconfig", api.kubeconfig(t))
+	cfg := fmt.Sprintf(changesConfig, recv.URL, slack.URL+"/api/", teams.URL, pd.URL, am.URL)
+	h := startedHerald(t, env, cfg, "--kubeconfig", api.kubeconfig(t))
 	phase := api.mark()
 
 	// The rollout: what kubectl set image / set env would write, then
@@ -150,6 +168,32 @@ func TestWhatChangedEndToEnd(t *testing.T) {
 		t.Errorf("cart's alert: app-config also fails %v, want Deployment/checkout; lines %q", shared, second.Lines)
 	}
 	requests := api.since(phase)
+
+	// Every sink shows the section: what each received, as text.
+	outputs := map[string]func() string{
+		"the webhook": recv.all,
+		"Slack": func() string {
+			var b strings.Builder
+			for _, p := range slack.all() {
+				b.WriteString(p.Text + "\n" + p.Blocks + "\n")
+			}
+			return b.String()
+		},
+		"Teams":        func() string { return asJSON(t, teams.Cards()) },
+		"PagerDuty":    func() string { return asJSON(t, pd.Events()) },
+		"Alertmanager": func() string { return amAlertsJSON(t, am) },
+		"stdout":       h.logs.String,
+	}
+	for _, sink := range slices.Sorted(maps.Keys(outputs)) {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			out := outputs[sink]()
+			return strings.Contains(out, "1.8.2 → 1.9.0") && strings.Contains(out, "app-config") &&
+				strings.Contains(out, "--to-revision=1"), nil
+		})
+		if err != nil {
+			t.Errorf("%s does not show the rollout, the ConfigMap and the undo command:\n%s", sink, outputs[sink]())
+		}
+	}
 	h.stop() // the ledger is written
 
 	for _, r := range requests {
@@ -170,13 +214,40 @@ func TestWhatChangedEndToEnd(t *testing.T) {
 			ledger.WriteString(k + ": " + v + "\n")
 		}
 	}
+	seen := map[string]string{"the ledger": ledger.String(), "herald's log": h.logs.String()}
+	for sink, out := range outputs {
+		seen[sink] = out()
+	}
 	for _, v := range templateValues {
-		for where, text := range map[string]string{"a payload": recv.all(), "the ledger": ledger.String(), "herald's log": h.logs.String()} {
+		for where, text := range seen {
 			if strings.Contains(text, v) {
 				t.Errorf("%s holds the value %q", where, v)
 			}
 		}
 	}
+}
+
+func asJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// amAlertsJSON is Alertmanager's own answer: every alert it holds, with
+// its annotations.
+func amAlertsJSON(t *testing.T, am *testenv.Alertmanager) string {
+	resp, err := http.Get(am.URL + "/api/v2/alerts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var alerts []map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&alerts); err != nil {
+		t.Fatal(err)
+	}
+	return asJSON(t, alerts)
 }
 
 // shopDeployment reads app-config (env and a volume) and db-creds.
