@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,7 +68,8 @@ sinks:
 // ConfigMap and fails after says the first does too. Every kind of sink
 // shows it (webhook, Slack, Teams, PagerDuty, a real Alertmanager,
 // stdout). No value of the template, the ConfigMap or the Secret reaches
-// any of them, the ledger or herald's log, and herald makes no API request for any of it once
+// any of them, the ledger, herald's log or what herald test --live
+// prints (which shows the section too), and herald makes no API request for any of it once
 // its informers run: every request it sends in the crash phase, watches
 // and its own namespace aside, is counted, and there are none.
 func TestWhatChangedEndToEnd(t *testing.T) {
@@ -214,7 +217,32 @@ func TestWhatChangedEndToEnd(t *testing.T) {
 			ledger.WriteString(k + ": " + v + "\n")
 		}
 	}
-	seen := map[string]string{"the ledger": ledger.String(), "herald's log": h.logs.String()}
+	// herald test --live prints the section each firing would carry, as
+	// herald would say it right after a start: it saw no rollout happen,
+	// so it names the last spec write and says what it cannot know.
+	dir := t.TempDir()
+	kc, cfgPath := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "herald.yaml")
+	if err := env.WriteKubeconfig(kc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var testOut, testErr bytes.Buffer
+	if code := runMain(ctx, []string{"test", "-f", cfgPath, "--kubeconfig", kc}, &testOut, &testErr); code != 0 {
+		t.Fatalf("herald test --kubeconfig: exit %d\n%s%s", code, testOut.String(), testErr.String())
+	}
+	printed := testOut.String()
+	for _, want := range []string{
+		"  what changed (Deployment/checkout):\n    Spec written ",
+		"(revision 2, by argocd-controller): what changed is not known: herald started watching it after",
+		"\n    ConfigMap app-config created ",
+	} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("herald test --kubeconfig does not print %q:\n%s", want, printed)
+		}
+	}
+	seen := map[string]string{"the ledger": ledger.String(), "herald's log": h.logs.String(), "herald test": printed}
 	for sink, out := range outputs {
 		seen[sink] = out()
 	}
