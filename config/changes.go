@@ -48,6 +48,9 @@ func (c *Changes) validate(add func(path, format string, args ...any)) {
 	if c.Window < time.Minute || c.Window > 24*time.Hour {
 		add("context.changes.window", "must be between 1m and 24h, got %s", c.Window)
 	}
+	if c.Kinds != nil && len(c.Kinds) == 0 && isTrue(c.Enabled) {
+		add("context.changes.kinds", "names no kind: list Deployment, StatefulSet or DaemonSet, or set context.changes.enabled: false")
+	}
 	for i, k := range c.Kinds {
 		if !slices.Contains(ChangeKinds, k) {
 			add(fmt.Sprintf("context.changes.kinds[%d]", i), "must be one of Deployment, StatefulSet, DaemonSet; got %q", k)

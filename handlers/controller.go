@@ -77,6 +77,16 @@ type Controller struct {
 	refusals  *ratelog.Limiter // annotations not followed, logged once a minute per namespace
 	lateKinds []string         // kinds whose informer could not be made yet
 	outbox    *outbox
+	// handlers are the event handlers the controller added, by kind,
+	// with their informer: one per informer, and taken off one that
+	// stays (pinned) when no rule needs its kind any more.
+	handlersMu sync.Mutex
+	handlers   map[string]kindHandler
+}
+
+type kindHandler struct {
+	inf cache.SharedIndexInformer
+	reg cache.ResourceEventHandlerRegistration
 }
 
 // New registers event handlers on an informer for every kind the rules
@@ -138,10 +148,33 @@ func (c *Controller) watch(kind string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := inf.AddEventHandler(c.eventHandler(kind)); err != nil {
+	c.handlersMu.Lock()
+	defer c.handlersMu.Unlock()
+	if h, ok := c.handlers[kind]; ok && h.inf == inf {
+		return nil // a pinned informer that kept its handler
+	}
+	reg, err := inf.AddEventHandler(c.eventHandler(kind))
+	if err != nil {
 		return fmt.Errorf("adding event handler for %s: %w", kind, err)
 	}
+	if c.handlers == nil {
+		c.handlers = map[string]kindHandler{}
+	}
+	c.handlers[kind] = kindHandler{inf, reg}
 	return nil
+}
+
+// unwatch takes the controller's handler off kind's informer, which
+// stays (another reader pinned it) though no rule needs the kind.
+func (c *Controller) unwatch(kind string) {
+	c.handlersMu.Lock()
+	defer c.handlersMu.Unlock()
+	if h, ok := c.handlers[kind]; ok {
+		if err := h.inf.RemoveEventHandler(h.reg); err != nil {
+			c.Logger.Warn("removing an event handler", "kind", kind, "error", err)
+		}
+		delete(c.handlers, kind)
+	}
 }
 
 // eventHandler enqueues the keys of in-scope objects. It keeps no state

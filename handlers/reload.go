@@ -69,7 +69,12 @@ func (c *Controller) Reload(ctx context.Context, set *rules.Set, changed map[str
 	c.Watcher.StartAdded()
 	for _, kind := range old.Kinds() {
 		keepNamespaces := kind == "Namespace" && c.keepsNamespaces(set)
-		if !slices.Contains(set.Kinds(), kind) && !keepNamespaces && !c.Watcher.Pinned(kind) {
+		switch {
+		case slices.Contains(set.Kinds(), kind) || keepNamespaces:
+		case c.Watcher.Pinned(kind):
+			c.unwatch(kind) // the informer stays for its other reader
+		default:
+			c.unwatch(kind)
 			c.Watcher.Remove(kind)
 		}
 	}

@@ -46,13 +46,28 @@ func NothingChanged(c *incident.Changes) bool { return c.Empty() }
 
 // ChangeLines are the section's lines, at most MaxChangeLines, the last
 // of them saying how many more there are when it had to cut.
+//
+// Each is one line whatever it holds: internal/changes makes line breaks
+// visible already, and a sink does not rely on it — a line break in a
+// line could forge another (a fake "Undo:").
 func ChangeLines(c *incident.Changes) []string {
-	if len(c.Lines) <= MaxChangeLines {
-		return c.Lines
+	n := min(len(c.Lines), MaxChangeLines)
+	if len(c.Lines) > MaxChangeLines {
+		n = MaxChangeLines - 1
 	}
-	out := append([]string(nil), c.Lines[:MaxChangeLines-1]...)
-	return append(out, fmt.Sprintf("… and %d more", len(c.Lines)-(MaxChangeLines-1)))
+	out := make([]string, 0, n+1)
+	for _, l := range c.Lines[:n] {
+		out = append(out, lineBreaks.Replace(l))
+	}
+	if n < len(c.Lines) {
+		out = append(out, fmt.Sprintf("… and %d more", len(c.Lines)-n))
+	}
+	return out
 }
+
+// lineBreaks shows every kind of line break as an escape, as
+// internal/changes does.
+var lineBreaks = strings.NewReplacer("\n", `\u000a`, "\r", `\u000d`, "\v", `\u000b`, "\f", `\u000c`, "\u0085", `\u0085`, "\u2028", `\u2028`, "\u2029", `\u2029`)
 
 // ChangeFacts are the section as labelled facts, for sinks that show
 // facts (Teams' fact sets): a rollout's line titled "Rollout" (its value
@@ -76,7 +91,7 @@ func ChangeFacts(c *incident.Changes) []Fact {
 			}
 		case j < len(c.Objects):
 			o := c.Objects[j]
-			name := o.Kind + " " + o.Name
+			name := lineBreaks.Replace(o.Kind + " " + o.Name)
 			if rest, ok := strings.CutPrefix(line, name+" "); ok {
 				title, line = name, rest
 			}

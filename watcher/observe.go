@@ -51,14 +51,18 @@ func (w *Watcher) observed(kind string, transform func(any) (any, error)) func(a
 // the informer made for kind now or later: one made again by a reload
 // (to list what new rules read) keeps its observers, where a handler
 // added to the informer would be lost with it.
-func (w *Watcher) ObserveDeletes(kind string, fn func(Key)) error {
+//
+// fn gets the deleted object's UID too: an object deleted and made again
+// under the same name may be observed (ObserveBeforeStrip) before its
+// predecessor's deletion reaches fn.
+func (w *Watcher) ObserveDeletes(kind string, fn func(key Key, uid string)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.kinds[kind]; ok {
 		return fmt.Errorf("the informer for %s was made before a deletion observer was registered", kind)
 	}
 	if w.deletes == nil {
-		w.deletes = map[string][]func(Key){}
+		w.deletes = map[string][]func(Key, string){}
 	}
 	w.deletes[kind] = append(w.deletes[kind], fn)
 	return nil
@@ -72,10 +76,16 @@ func (w *Watcher) deletesTo(kind string, inf cache.SharedIndexInformer) error {
 		return nil
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if key, ok := KeyFor(kind, obj); ok {
-			for _, fn := range fns {
-				fn(key)
-			}
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		m, err := objectMeta(obj)
+		if err != nil {
+			return
+		}
+		key := Key{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
+		for _, fn := range fns {
+			fn(key, string(m.GetUID()))
 		}
 	}})
 	return err

@@ -97,7 +97,7 @@ type Watcher struct {
 	observers map[string][]func(any)
 	// deletes learn of a kind's deletions, and pinned kinds stay watched
 	// whatever the rules need (observe.go).
-	deletes map[string][]func(Key)
+	deletes map[string][]func(Key, string)
 	pinned  map[string]bool
 }
 

@@ -66,7 +66,13 @@ func newChangeRecord(ctx context.Context, cfg *config.Config, restCfg *rest.Conf
 				return nil, err
 			}
 			if !ok {
-				logger.Warn("what changed: herald may not list and watch "+o.res+" in all namespaces; alerts do not say when the "+o.kind+"s a workload reads changed ("+o.grant+")", "resource", o.res)
+				// Secrets are off by the chart's default (RBAC could read
+				// their data): that is said, not warned of at every start.
+				level := slog.LevelWarn
+				if o.kind == "Secret" {
+					level = slog.LevelInfo
+				}
+				logger.Log(ctx, level, "what changed: herald may not list and watch "+o.res+" in all namespaces; alerts do not say when the "+o.kind+"s a workload reads changed ("+o.grant+")", "resource", o.res)
 				continue
 			}
 			objectKinds = append(objectKinds, o.kind)

@@ -234,8 +234,9 @@ func TestWhatChangedEndToEnd(t *testing.T) {
 	}
 	printed := testOut.String()
 	for _, want := range []string{
-		"  what changed (Deployment/checkout):\n    Spec written ",
-		"(revision 2, by argocd-controller): what changed is not known: herald started watching it after",
+		"  what changed (Deployment/checkout; as herald says it right after a start",
+		"\n    Changed ",
+		"before the failure (revision 2, by argocd-controller); herald started watching it later and cannot say what changed: kubectl rollout history deployment/checkout -n shop --revision=2",
 		"\n    ConfigMap app-config created ",
 	} {
 		if !strings.Contains(printed, want) {

@@ -101,15 +101,21 @@ func (t *testChanges) section(f rules.Finding, now time.Time) *incident.Changes 
 	if f.GroupByWorkload && f.Group != nil {
 		obj = *f.Group
 	}
+	// The window ends where the problem began, when the object says
+	// (a condition's time); else now.
+	began := now
+	if !f.Since.IsZero() && f.Since.Before(now) {
+		began = f.Since
+	}
 	return stage.Section(incident.Notification{Transition: incident.Firing, Time: now,
-		Incident: incident.Incident{ID: "test", Object: obj, FirstSeen: now}})
+		Incident: incident.Incident{ID: "test", Object: obj, FirstSeen: began}})
 }
 
 func printChanges(out io.Writer, c *incident.Changes) {
 	if c == nil {
 		return
 	}
-	fmt.Fprintf(out, "  what changed (%s):\n", c.Workload)
+	fmt.Fprintf(out, "  what changed (%s; as herald says it right after a start, seeing what this identity may see: the running herald may know more):\n", c.Workload)
 	for _, l := range c.Lines {
 		fmt.Fprintf(out, "    %s\n", l)
 	}

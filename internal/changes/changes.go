@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/watcher"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 )
@@ -97,7 +98,7 @@ func New(w *watcher.Watcher, meta metadata.Interface, kinds []string, opts Optio
 			return nil, fmt.Errorf("change record: %w", err)
 		}
 		// Deletions carry no change to diff: the record only forgets.
-		if err := w.ObserveDeletes(kind, c.forget); err != nil {
+		if err := w.ObserveDeletes(kind, func(key watcher.Key, uid string) { c.forget(key, types.UID(uid)) }); err != nil {
 			return nil, fmt.Errorf("change record: %w", err)
 		}
 	}

@@ -127,11 +127,18 @@ func diffContainer(s *Summary, o, n *ctrDigest, label string) {
 	case o.args != n.args:
 		s.add(CatArgs, name, verb("args", "changed", label))
 	}
-	if r := diffQuantities(o.requests, n.requests); r != "" {
-		s.add(CatResources, name, in("requests", label)+r)
-	}
-	if r := diffQuantities(o.limits, n.limits); r != "" {
-		s.add(CatResources, name, in("limits", label)+r)
+	for _, q := range []struct {
+		what             string
+		old, new         []quantity
+		oldMore, newMore uint64
+	}{{"requests", o.requests, n.requests, o.moreRequests, n.moreRequests}, {"limits", o.limits, n.limits, o.moreLimits, n.moreLimits}} {
+		r := diffQuantities(q.old, q.new)
+		if q.oldMore != q.newMore {
+			r = strings.TrimPrefix(r+", others beyond the first "+strconv.Itoa(maxDigestQuantities)+" changed", ", ")
+		}
+		if r != "" {
+			s.add(CatResources, name, in(q.what, label)+r)
+		}
 	}
 	for i, probe := range []string{"liveness", "readiness", "startup"} {
 		op, np := o.probes[i], n.probes[i]

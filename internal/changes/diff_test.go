@@ -210,3 +210,21 @@ func TestDigestBounded(t *testing.T) {
 		t.Errorf("no change: %q", got)
 	}
 }
+
+// TestQuotedTextIsOneVisibleLine: a newline, a bidi override or a control
+// character in anything a workload's author chooses (an image, a
+// change-cause, a ConfigMap's name) cannot forge a line of the alert.
+func TestQuotedTextIsOneVisibleLine(t *testing.T) {
+	for _, in := range []string{"deploy\nUndo: `kubectl delete deployment --all`", "a\u202eb", "x\u2028y", "tab\there", "bell\a"} {
+		got := clipTo(in, 500)
+		if strings.ContainsAny(got, "\n\r\t\a\u202e\u2028") {
+			t.Errorf("clipTo(%q) = %q: an invisible or line-breaking character is left", in, got)
+		}
+		if !strings.Contains(got, `\u00`) && !strings.Contains(got, `\u20`) {
+			t.Errorf("clipTo(%q) = %q: the character is not shown", in, got)
+		}
+	}
+	if got := clipTo("shop/checkout:1.9.0 ✓", 500); got != "shop/checkout:1.9.0 ✓" {
+		t.Errorf("plain text changed: %q", got)
+	}
+}

@@ -37,6 +37,7 @@ const (
 	maxDigestEnv        = 64
 	maxDigestVolumes    = 32
 	maxDigestRefs       = 32
+	maxDigestQuantities = 8
 	// maxDigestName bounds every name and image a digest keeps; a hash
 	// of the whole still tells a change.
 	maxDigestName = 253
@@ -51,9 +52,11 @@ type ctrDigest struct {
 	moreEnv  uint64  // hash of the env vars beyond those (0: none)
 	command  uint64
 	args     uint64
-	requests []quantity // sorted by resource name
+	requests []quantity // sorted by resource name, the first maxDigestQuantities
 	limits   []quantity
-	probes   [3]uint64 // liveness, readiness, startup; 0: none
+	// moreRequests and moreLimits hash those beyond (0: none).
+	moreRequests, moreLimits uint64
+	probes                   [3]uint64 // liveness, readiness, startup; 0: none
 }
 
 type named struct {
@@ -71,6 +74,11 @@ type Ref struct {
 }
 
 func (r Ref) String() string { return r.Kind + " " + r.Name }
+
+// ref names a referenced object, its name bounded (a valid one is at most
+// 253 bytes and left as it is; the API server does not check every
+// reference).
+func ref(kind, name string) Ref { return Ref{kind, clipTo(name, maxDigestName)} }
 
 // restartedAtAnnotation is what `kubectl rollout restart` sets in the pod
 // template to roll pods without another change.
@@ -186,10 +194,10 @@ func (h hasher) container(c *corev1.Container, init bool, refs map[Ref]struct{})
 		if e.ValueFrom != nil {
 			v = h.of(e.ValueFrom)
 			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
-				refs[Ref{"ConfigMap", r.Name}] = struct{}{}
+				refs[ref("ConfigMap", r.Name)] = struct{}{}
 			}
 			if r := e.ValueFrom.SecretKeyRef; r != nil {
-				refs[Ref{"Secret", r.Name}] = struct{}{}
+				refs[ref("Secret", r.Name)] = struct{}{}
 			}
 		}
 		d.env = append(d.env, named{clipTo(e.Name, maxDigestName), h.str(e.Name) ^ v})
@@ -197,14 +205,14 @@ func (h hasher) container(c *corev1.Container, init bool, refs map[Ref]struct{})
 	d.env, d.moreEnv = h.bounded(d.env, maxDigestEnv)
 	for _, f := range c.EnvFrom {
 		if f.ConfigMapRef != nil {
-			refs[Ref{"ConfigMap", f.ConfigMapRef.Name}] = struct{}{}
+			refs[ref("ConfigMap", f.ConfigMapRef.Name)] = struct{}{}
 		}
 		if f.SecretRef != nil {
-			refs[Ref{"Secret", f.SecretRef.Name}] = struct{}{}
+			refs[ref("Secret", f.SecretRef.Name)] = struct{}{}
 		}
 	}
-	d.requests = quantities(c.Resources.Requests)
-	d.limits = quantities(c.Resources.Limits)
+	d.requests, d.moreRequests = h.quantities(c.Resources.Requests)
+	d.limits, d.moreLimits = h.quantities(c.Resources.Limits)
 	for i, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		if p != nil {
 			d.probes[i] = h.of(p)
@@ -213,33 +221,43 @@ func (h hasher) container(c *corev1.Container, init bool, refs map[Ref]struct{})
 	return d
 }
 
-func quantities(l corev1.ResourceList) []quantity {
+// quantities lists a container's requests or limits by name, the first
+// maxDigestQuantities of them (extended resources are anyone's to name),
+// with a hash of the rest (0: none).
+func (h hasher) quantities(l corev1.ResourceList) ([]quantity, uint64) {
 	if len(l) == 0 {
-		return nil
+		return nil, 0
 	}
 	out := make([]quantity, 0, len(l))
 	for name, q := range l {
-		out = append(out, quantity{string(name), q.String()})
+		out = append(out, quantity{clipTo(string(name), maxDigestName), q.String()})
 	}
 	slices.SortFunc(out, func(a, b quantity) int { return strings.Compare(a.name, b.name) })
-	return out
+	if len(out) <= maxDigestQuantities {
+		return out, 0
+	}
+	rest := make([]uint64, 0, len(out)-maxDigestQuantities)
+	for _, q := range out[maxDigestQuantities:] {
+		rest = append(rest, h.str(q.name, q.value))
+	}
+	return slices.Clip(out[:maxDigestQuantities]), h.sums(rest)
 }
 
 // volumeRefs adds the ConfigMaps and Secrets a volume reads.
 func volumeRefs(v *corev1.VolumeSource, refs map[Ref]struct{}) {
 	if v.ConfigMap != nil {
-		refs[Ref{"ConfigMap", v.ConfigMap.Name}] = struct{}{}
+		refs[ref("ConfigMap", v.ConfigMap.Name)] = struct{}{}
 	}
 	if v.Secret != nil {
-		refs[Ref{"Secret", v.Secret.SecretName}] = struct{}{}
+		refs[ref("Secret", v.Secret.SecretName)] = struct{}{}
 	}
 	if v.Projected != nil {
 		for _, s := range v.Projected.Sources {
 			if s.ConfigMap != nil {
-				refs[Ref{"ConfigMap", s.ConfigMap.Name}] = struct{}{}
+				refs[ref("ConfigMap", s.ConfigMap.Name)] = struct{}{}
 			}
 			if s.Secret != nil {
-				refs[Ref{"Secret", s.Secret.Name}] = struct{}{}
+				refs[ref("Secret", s.Secret.Name)] = struct{}{}
 			}
 		}
 	}

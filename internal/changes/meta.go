@@ -2,10 +2,13 @@ package changes
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -108,8 +111,13 @@ func tools(m metav1.Object) []string {
 	return out
 }
 
-// clipTo bounds s to n bytes, on a UTF-8 boundary.
+// clipTo bounds s to n bytes, on a UTF-8 boundary, and makes it one
+// visible line: every string herald quotes from a workload, a ConfigMap
+// or an annotation passes here, and a newline, a bidi override or a
+// control character in it could otherwise forge a line of the alert (a
+// fake "Undo:" command) or hide what it says.
 func clipTo(s string, n int) string {
+	s = visible(s)
 	if len(s) <= n {
 		return s
 	}
@@ -117,4 +125,33 @@ func clipTo(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// visible writes control, format (bidi) and line-separating characters
+// as \uXXXX escapes, which read as what they are.
+func visible(s string) string {
+	clean := true
+	for _, r := range s {
+		if hidden(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func hidden(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError ||
+		unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }

@@ -17,8 +17,10 @@ import (
 )
 
 // When ConfigMaps and Secrets changed, learnt without their data: herald
-// watches their metadata only (PartialObjectMetadata), so not one byte of
-// a value crosses the wire, let alone the cache. Metadata alone does not
+// watches their metadata only (PartialObjectMetadata), so their data does
+// not cross the wire — but for kubectl's last-applied-configuration
+// annotation, which can copy it and which herald neither hashes nor
+// keeps (strip, metaHash). Metadata alone does not
 // say what changed: a new resourceVersion with the same labels and
 // annotations is a change of the data (or immutability); a new one with
 // other labels or annotations may be either, and is recorded as such.
@@ -82,7 +84,7 @@ func (c *Changes) objectInformer(client metadata.Interface, kind string) (cache.
 			obj = d.Obj
 		}
 		if m, ok := obj.(metav1.Object); ok {
-			c.forgetObject(objectKey{Ref{kind, m.GetName()}, m.GetNamespace()})
+			c.forgetObject(objectKey{Ref{kind, m.GetName()}, m.GetNamespace()}, m.GetUID())
 		}
 	}})
 	return inf, err
@@ -138,8 +140,12 @@ func (c *Changes) metaHash(m *metav1.PartialObjectMetadata) uint64 {
 	return h.Sum64()
 }
 
-func (c *Changes) forgetObject(key objectKey) {
+// forgetObject drops a deleted object, unless the name is already
+// another object's (deleted and made again).
+func (c *Changes) forgetObject(key objectKey, uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.objects, key)
+	if s := c.objects[key]; s != nil && (uid == "" || s.uid == uid) {
+		delete(c.objects, key)
+	}
 }

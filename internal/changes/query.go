@@ -1,7 +1,6 @@
 package changes
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +44,15 @@ type Report struct {
 	// whose changes herald does not watch (not permitted, or turned
 	// off): a "no change" says so.
 	Unwatched []string
+	// Last is the newest rollout before the window, when herald saw one
+	// (nil otherwise): a "no change" names it, since a slow failure (a
+	// leak) can still follow it.
+	Last *Rollout
+	// Undone counts the rollouts Undo undoes.
+	Undone int
+	// Missing: rollouts within the window were let go (the record keeps
+	// the last PerWorkload); the report says so and offers no undo.
+	Missing bool
 }
 
 // ObjectChange is one referenced ConfigMap's or Secret's change.
@@ -78,15 +86,34 @@ func (c *Changes) Before(workload watcher.Key, t time.Time, window time.Duration
 	// (as herald found the workload) has nothing before it to return to.
 	oldest := -1
 	for i := len(w.rollouts) - 1; i >= 0; i-- {
-		if ro := w.rollouts[i]; in(ro.At) {
+		ro := w.rollouts[i]
+		switch {
+		case in(ro.At):
 			r.Rollouts = append(r.Rollouts, ro)
-			if i > 0 {
+			if !ro.Baseline {
 				oldest = i
 			}
+		case ro.At.Before(from) && r.Last == nil && !ro.Baseline:
+			r.Last = &w.rollouts[i]
 		}
 	}
-	if oldest > 0 {
-		r.Undo = undo(workload, w.rollouts[oldest-1].Revision, oldest == len(w.rollouts)-1)
+	// Rollouts the record let go that fall in the window: said, and then
+	// no undo is offered, as herald cannot know where it would return.
+	r.Missing = w.evicted != nil && !w.evicted.At.Before(from)
+	if oldest >= 0 && !r.Missing {
+		// Return to the newest revision before it: a template written
+		// while the Deployment was paused never got one of its own.
+		target := ""
+		for j := oldest - 1; j >= 0 && target == ""; j-- {
+			target = w.rollouts[j].Revision
+		}
+		if target == "" && w.evicted != nil {
+			target = w.evicted.Revision
+		}
+		r.Undo = undo(workload, target, oldest == len(w.rollouts)-1)
+		if r.Undo != "" {
+			r.Undone = len(w.rollouts) - oldest
+		}
 	}
 	for _, ref := range w.digest.refs {
 		if !slices.Contains(c.tracked, ref.Kind) {
@@ -148,146 +175,6 @@ func (c *Changes) Referencing(namespace string, ref Ref) []watcher.Key {
 	}
 	slices.SortFunc(out, func(a, b watcher.Key) int { return strings.Compare(a.String(), b.String()) })
 	return out
-}
-
-// String writes the report as plain text, one line per change, e.g.
-//
-//	Rolled out 4 min before (revision 7, by argocd): image shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed
-//	Undo: kubectl rollout undo deployment/checkout -n shop --to-revision=6
-//	ConfigMap app-config changed 2 min before
-func (r Report) String() string {
-	lines := r.Lines(nil)
-	if r.Undo != "" && len(r.Rollouts) > 0 {
-		n := len(r.Rollouts)
-		lines = append(lines[:n:n], append([]string{"Undo: " + r.Undo}, lines[n:]...)...)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Lines says the report in words, one change a line: the rollouts, then
-// the ConfigMaps and Secrets (with, from also, the other workloads that
-// read one and fail since it changed), then what herald cannot know; or
-// one line saying that nothing changed, and since when herald would
-// know. The undo command is not among them (Report.Undo).
-func (r Report) Lines(also func(ObjectChange) []string) []string {
-	var lines []string
-	for _, ro := range r.Rollouts {
-		lines = append(lines, r.rolloutLine(ro))
-	}
-	for _, o := range r.Objects {
-		what := "changed"
-		switch {
-		case o.Created:
-			what = "created"
-		case o.MetaToo:
-			what = "changed (its labels or annotations too: the data may not have)"
-		}
-		line := fmt.Sprintf("%s %s %s before", o.Kind, clip(o.Name), what+" "+ago(r.At.Sub(o.At)))
-		if also != nil {
-			if others := also(o); len(others) > 0 {
-				line += "; " + joinNames(others) + map[bool]string{true: ", which reads it too, fails", false: ", which read it too, fail"}[len(others) == 1] + " since"
-			}
-		}
-		lines = append(lines, line)
-	}
-	if r.Untracked > 0 {
-		lines = append(lines, fmt.Sprintf("Changes to %d referenced ConfigMaps or Secrets are unknown: herald tracks a bounded number and more exist", r.Untracked))
-	}
-	if len(r.Rollouts) > 0 || len(r.Objects) > 0 {
-		return lines
-	}
-	none := r.noChange()
-	if len(r.Unwatched) > 0 && r.Recorded {
-		none += "; changes to the " + strings.Join(r.Unwatched, "s and ") + "s it reads are not watched"
-	}
-	return append(lines, none)
-}
-
-// noChange is the line that says nothing changed, and how far herald
-// knows it.
-func (r Report) noChange() string {
-	switch {
-	case r.Refused:
-		return "No change record for this workload: herald records at most a set number of workloads, and more are running"
-	case !r.Recorded:
-		return "No change record for this workload"
-	case r.Since.After(r.At.Add(-r.Window)) && !r.SpecWritten.IsZero() && r.SpecWritten.Before(r.At.Add(-r.Window)):
-		// The managed fields date the last spec write before the window:
-		// no rollout in it, whenever herald started.
-		written := "its spec was last written " + ago(r.At.Sub(r.SpecWritten)) + " before"
-		if r.SpecBy != "" {
-			written += ", by " + r.SpecBy
-		}
-		if r.Refs == 0 {
-			return "No change to this workload in the last " + ago(r.Window) + " (" + written + ")"
-		}
-		return fmt.Sprintf("No rollout in the last %s (%s); changes to the ConfigMaps and Secrets it reads before herald started watching at %s are not known",
-			ago(r.Window), written, r.Since.UTC().Format("15:04 UTC"))
-	case r.Since.After(r.At.Add(-r.Window)):
-		return fmt.Sprintf("No change seen to this workload since herald started watching it at %s (%s before)",
-			r.Since.UTC().Format("15:04 UTC"), ago(r.At.Sub(r.Since)))
-	}
-	return "No change to this workload in the last " + ago(r.Window)
-}
-
-// joinNames writes "a", "a and b", "a, b and c".
-func joinNames(names []string) string {
-	if len(names) == 1 {
-		return names[0]
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-}
-
-func (r Report) rolloutLine(ro Rollout) string {
-	var detail []string
-	switch {
-	case ro.Revision != "":
-		detail = append(detail, "revision "+clip(ro.Revision))
-	case ro.Generation > 0:
-		detail = append(detail, fmt.Sprintf("generation %d", ro.Generation))
-	}
-	if ro.By != "" {
-		detail = append(detail, "by "+ro.By)
-	}
-	head := "Rolled out " + ago(r.At.Sub(ro.At)) + " before"
-	if len(detail) > 0 {
-		head += " (" + strings.Join(detail, ", ") + ")"
-	}
-	what := ro.Summary.String()
-	if ro.Baseline {
-		head = "Spec written " + ago(r.At.Sub(ro.At)) + " before"
-		if len(detail) > 0 {
-			head += " (" + strings.Join(detail, ", ") + ")"
-		}
-		what = "what changed is not known: herald started watching it after"
-		if ro.Created {
-			head, what = "Created "+ago(r.At.Sub(ro.At))+" before", "the first template"
-			if len(detail) > 0 {
-				head += " (" + strings.Join(detail, ", ") + ")"
-			}
-		}
-	}
-	line := head + ": " + what
-	if ro.ChangeCause != "" {
-		line += "; change-cause: " + ro.ChangeCause
-	}
-	if len(ro.Tools) > 0 {
-		line += "; " + strings.Join(ro.Tools, ", ")
-	}
-	return line
-}
-
-// ago writes a duration as people say it in an alert: "40s", "4 min",
-// "2h05".
-func ago(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%d min", int(d.Round(time.Minute)/time.Minute))
-	}
-	d = d.Round(time.Minute)
-	return fmt.Sprintf("%dh%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
 }
 
 // isRevision: a Deployment revision is a positive decimal number.

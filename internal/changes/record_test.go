@@ -10,6 +10,7 @@ import (
 
 	"github.com/herald-k8s/herald/watcher"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -84,15 +85,18 @@ func TestRecord(t *testing.T) {
 	if ro.Revision != "2" || ro.By != "argocd" || !ro.At.Equal(rolledAt) || ro.Baseline {
 		t.Errorf("rollout %+v: want revision 2 by argocd at %s", ro, rolledAt)
 	}
-	want := "Rolled out 4 min before (revision 2, by argocd): image shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed; " +
-		"change-cause: kubectl set env DB_PASSWORD=<redacted>; argocd.argoproj.io/tracking-id=shop:apps/Deployment:shop/checkout\n" +
-		"Undo: kubectl rollout undo deployment/checkout -n shop --to-revision=1"
+	want := "Rolled out 4 min before the failure (revision 2, by argocd): image shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed; " +
+		"change-cause: kubectl set env DB_PASSWORD=…; argocd.argoproj.io/tracking-id=shop:apps/Deployment:shop/checkout\n" +
+		"Undo: kubectl rollout undo deployment/checkout -n shop --to-revision=1\n" +
+		"Managed by Argo CD: a kubectl rollout undo is reverted at its next sync; revert the change in Git (or roll back in Argo CD)"
 	if got := r.String(); got != want {
 		t.Errorf("report\n got %s\nwant %s", got, want)
 	}
 
 	r = c.Before(checkout, clk.add(30*time.Minute), 30*time.Minute)
-	if got := r.String(); got != "No change to this workload in the last 30 min" {
+	// Past the window: nothing changed in it, and the last rollout is
+	// named (a slow failure can still follow it).
+	if got := r.String(); got != "No change to this workload in the last 30 min before the failure (last rollout 34 min before the failure, revision 2, by argocd)" {
 		t.Errorf("past the window: %s", got)
 	}
 }
@@ -105,14 +109,14 @@ func TestRecordSinceStart(t *testing.T) {
 	c := newTestChanges(clk, Options{})
 	c.observe(deployment(3, "7", "argocd", clk.t.Add(-10*time.Minute)))
 	r := c.Before(checkout, clk.add(5*time.Minute), 30*time.Minute)
-	if got, want := r.String(), "Spec written 15 min before (revision 7, by argocd): what changed is not known: herald started watching it after"; got != want {
+	if got, want := r.String(), "Changed 15 min before the failure (revision 7, by argocd); herald started watching it later and cannot say what changed: kubectl rollout history deployment/checkout -n shop --revision=7"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	// The managed fields date the last spec write before the window: a
 	// rollout is ruled out, the ConfigMaps' changes before herald's
 	// start are not (this template reads some), or are when it reads none.
 	r = c.Before(checkout, clk.t, 10*time.Minute)
-	if got, want := r.String(), "No rollout in the last 10 min (its spec was last written 15 min before, by argocd); changes to the ConfigMaps and Secrets it reads before herald started watching at 15:00 UTC are not known"; got != want {
+	if got, want := r.String(), "No rollout in the last 10 min before the failure (its spec was last written 15 min before the failure, by argocd); edits of the ConfigMaps and Secrets it reads before herald started watching at 15:00 UTC are not known"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	plain := deployment(1, "1", "helm", clk.t.Add(-time.Hour))
@@ -121,10 +125,10 @@ func TestRecordSinceStart(t *testing.T) {
 	plain.Spec.Template.Spec.Containers[0].Env, plain.Spec.Template.Spec.Containers[0].EnvFrom = nil, nil
 	c.observe(plain)
 	r = c.Before(watcher.Key{Kind: "Deployment", Namespace: "shop", Name: "plain"}, clk.add(time.Minute), 30*time.Minute)
-	if got, want := r.String(), "No change to this workload in the last 30 min (its spec was last written 61 min before, by helm)"; got != want {
+	if got, want := r.String(), "No change to this workload in the last 30 min before the failure (its spec was last written 1 h 1 min before the failure, by helm)"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	if got := c.Before(watcher.Key{Kind: "Deployment", Namespace: "shop", Name: "other"}, clk.t, time.Hour).String(); got != "No change record for this workload" {
+	if got := c.Before(watcher.Key{Kind: "Deployment", Namespace: "shop", Name: "other"}, clk.t, time.Hour).String(); got != "herald keeps no change history for this workload" {
 		t.Errorf("unknown workload: %s", got)
 	}
 }
@@ -226,7 +230,7 @@ func TestUnwatchedSaid(t *testing.T) {
 	c := newTestChanges(clk, Options{ObjectKinds: []string{"ConfigMap"}})
 	c.observe(deployment(1, "1", "helm", clk.t.Add(-2*time.Hour)))
 	got := c.Before(checkout, clk.add(time.Hour), 30*time.Minute).String()
-	if want := "No change to this workload in the last 30 min; changes to the Secrets it reads are not watched"; got != want {
+	if want := "No change to this workload in the last 30 min before the failure; changes to the Secrets it reads are not watched"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
@@ -250,5 +254,94 @@ func TestUndoIsOnlyEverSafe(t *testing.T) {
 	c2.observe(d)
 	if r := c2.Before(checkout, clk.add(time.Minute), 30*time.Minute); r.Undo != "kubectl rollout undo deployment/checkout -n shop --to-revision=12" {
 		t.Errorf("a numeric revision: undo %q", r.Undo)
+	}
+}
+
+// TestRevisionsOfPausedRollouts: templates written while a Deployment is
+// paused (or before its controller catches up) get no revision of their
+// own; the revision the controller then sets is the newest template's,
+// and an undo returns to the last revision before the window's rollouts.
+func TestRevisionsOfPausedRollouts(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{})
+	c.observe(deployment(1, "6", "helm", clk.t.Add(-2*time.Hour)))
+	write := func(gen int64, rev, image string) {
+		d := deployment(gen, rev, "kubectl", clk.add(time.Minute))
+		d.Spec.Template.Spec.Containers[0].Image = image
+		c.observe(d)
+	}
+	write(2, "6", "shop/checkout:1.9.0") // paused: set image
+	write(3, "6", "shop/checkout:1.9.1") // set image again
+	write(3, "7", "shop/checkout:1.9.1") // resumed: the controller's revision
+	write(4, "7", "shop/checkout:2.0.0")
+	write(4, "8", "shop/checkout:2.0.0")
+	r := c.Before(checkout, clk.add(time.Minute), 150*time.Second)
+	if len(r.Rollouts) != 1 || r.Rollouts[0].Revision != "8" || r.Undo != "kubectl rollout undo deployment/checkout -n shop --to-revision=7" {
+		t.Errorf("the newest rollout: %+v, undo %q; want revision 8, undo to 7", r.Rollouts, r.Undo)
+	}
+	r = c.Before(checkout, clk.t, 30*time.Minute)
+	var revs []string
+	for _, ro := range r.Rollouts {
+		revs = append(revs, ro.Revision)
+	}
+	if strings.Join(revs, ",") != "8,7," || r.Undo != "kubectl rollout undo deployment/checkout -n shop --to-revision=6" || r.Undone != 3 {
+		t.Errorf("revisions %q, undo %q (%d); want 8,7,(none) and undo to 6", revs, r.Undo, r.Undone)
+	}
+}
+
+// TestEvictedRolloutsAreSaid: more rollouts in the window than the
+// record keeps: the report says some are missing and gives no undo (the
+// revision to return to is not known), rather than one that keeps the
+// change that broke it; once the window no longer reaches them, the undo
+// returns to the revision before the oldest kept.
+func TestEvictedRolloutsAreSaid(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{PerWorkload: 3})
+	c.observe(deployment(1, "1", "helm", clk.t.Add(-2*time.Hour)))
+	for gen := int64(2); gen <= 6; gen++ {
+		d := deployment(gen, fmt.Sprint(gen), "ci", clk.add(time.Minute))
+		d.Spec.Template.Spec.Containers[0].Image = fmt.Sprintf("shop/checkout:1.%d", gen)
+		c.observe(d)
+	}
+	r := c.Before(checkout, clk.add(time.Minute), 30*time.Minute)
+	if !r.Missing || r.Undo != "" || len(r.Rollouts) != 3 || !strings.Contains(r.String(), "Earlier rollouts in this window are not kept") {
+		t.Errorf("missing %v, undo %q, %d rollouts:\n%s", r.Missing, r.Undo, len(r.Rollouts), r)
+	}
+	r = c.Before(checkout, clk.t, 150*time.Second) // the newest two only
+	if r.Missing || r.Undo != "kubectl rollout undo deployment/checkout -n shop --to-revision=4" {
+		t.Errorf("missing %v, undo %q:\n%s", r.Missing, r.Undo, r)
+	}
+}
+
+// TestCachedCopyIsNoChange: client-go may hand the informer's own,
+// already stripped copy of an object to the transform again (no pod
+// template, no annotations): the record learns nothing from it, and the
+// revision it knew stays.
+func TestCachedCopyIsNoChange(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{})
+	d := deployment(1, "1", "helm", clk.t.Add(-time.Hour))
+	d.ResourceVersion = "100"
+	c.observe(d)
+	stripped := d.DeepCopy()
+	stripped.Annotations, stripped.ManagedFields = nil, nil
+	stripped.Spec.Template = corev1.PodTemplateSpec{} // the cache's copy, same resourceVersion
+	c.observe(stripped)
+	again := d.DeepCopy() // a relist: the same version whole
+	c.observe(again)
+	d2 := deployment(1, "1", "helm", clk.t.Add(-time.Hour))
+	d2.ResourceVersion = "101"
+	d2.Annotations[revisionAnnotation] = "2" // the controller's write, same generation
+	c.observe(d2)
+	r := c.Before(checkout, clk.add(time.Minute), 2*time.Hour)
+	if len(r.Rollouts) != 1 || r.Rollouts[0].Revision != "2" {
+		t.Errorf("rollouts %+v: want the baseline, now at revision 2", r.Rollouts)
+	}
+	stripped2 := d2.DeepCopy()
+	stripped2.Annotations = nil
+	stripped2.Spec.Template = corev1.PodTemplateSpec{}
+	c.observe(stripped2)
+	if r := c.Before(checkout, clk.t, 2*time.Hour); r.Rollouts[0].Revision != "2" {
+		t.Errorf("after the cache's copy: revision %q, want 2", r.Rollouts[0].Revision)
 	}
 }

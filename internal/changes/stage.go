@@ -42,9 +42,8 @@ type Stage struct {
 	opts StageOptions
 
 	mu sync.Mutex
-	// recent is the last section of each open incident: a later
-	// notification whose pod is gone from the cache still says what the
-	// first said (a Slack message is edited in place).
+	// recent is the section of each open incident, as its first
+	// notification said it: the later ones say the same.
 	recent map[string]*incident.Changes
 	// failing is when each workload's latest incident began: a ConfigMap
 	// that changed before several of them is named in each as shared.
@@ -92,10 +91,13 @@ func (s *Stage) Section(n incident.Notification) *incident.Changes {
 	if n.Transition == incident.Resolved {
 		defer delete(s.recent, inc.ID)
 	}
+	// An incident's later notifications say what its firing said: the
+	// message is edited in place, and rollouts made to fix the problem
+	// (or a record shortened since) must not rewrite what preceded it.
+	if c := s.recent[inc.ID]; c != nil && n.Transition != incident.Firing {
+		return c
+	}
 	if !ok {
-		if c := s.recent[inc.ID]; c != nil {
-			return c
-		}
 		return nil
 	}
 	at := inc.FirstSeen
@@ -156,7 +158,9 @@ func (s *Stage) noteFailing(key watcher.Key, at time.Time) {
 // convert turns a report into the notification's section; s.mu must be
 // held (for failing).
 func (s *Stage) convert(r Report) *incident.Changes {
-	c := &incident.Changes{Workload: r.Workload.Kind + "/" + r.Workload.Name, Since: r.At.Add(-r.Window).UTC(), At: r.At.UTC(), Undo: r.Undo}
+	// The name comes from a pod's owner reference, which the API server
+	// does not check as it checks an object's own name.
+	c := &incident.Changes{Workload: r.Workload.Kind + "/" + clip(r.Workload.Name), Since: r.At.Add(-r.Window).UTC(), At: r.At.UTC(), Undo: r.Undo}
 	for _, ro := range r.Rollouts {
 		out := incident.Rollout{Revision: ro.Revision, At: ro.At.UTC(), By: ro.By, ChangeCause: ro.ChangeCause, Tools: ro.Tools,
 			Known: !ro.Baseline || ro.Created}

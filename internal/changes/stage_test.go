@@ -2,6 +2,7 @@ package changes
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -82,7 +83,8 @@ func TestStage(t *testing.T) {
 	if got.Undo != "kubectl rollout undo deployment/checkout -n shop --to-revision=6" {
 		t.Errorf("undo %q", got.Undo)
 	}
-	if got.Workload != "Deployment/checkout" || len(got.Lines) != 1 || !strings.HasPrefix(got.Lines[0], "Rolled out 4 min before (revision 7, by argocd): image shop/checkout:1.8.2 → 1.9.0") {
+	if got.Workload != "Deployment/checkout" || len(got.Lines) != 2 || !strings.HasPrefix(got.Lines[0], "Rolled out 4 min before the failure (revision 7, by argocd): image shop/checkout:1.8.2 → 1.9.0") ||
+		!strings.HasPrefix(got.Lines[1], "Managed by Argo CD") {
 		t.Errorf("section %+v", got)
 	}
 
@@ -119,7 +121,7 @@ func TestStage(t *testing.T) {
 	// window, it says nothing changed.
 	later := clk.add(time.Hour)
 	s.Dispatch(context.Background(), note("i4", incident.Firing, rules.ObjectRef{Kind: "Deployment", Namespace: "shop", Name: "checkout"}, later))
-	if c := next.last().Changes; c == nil || !c.Empty() || len(c.Lines) != 1 || c.Lines[0] != "No change to this workload in the last 30 min" {
+	if c := next.last().Changes; c == nil || !c.Empty() || len(c.Lines) != 1 || c.Lines[0] != "No change to this workload in the last 30 min before the failure (last rollout 3 h 4 min before the failure, revision 7, by argocd)" {
 		t.Errorf("no change: %+v", c)
 	}
 }
@@ -162,7 +164,36 @@ func TestStageCorrelates(t *testing.T) {
 	if len(second.Objects) != 1 || strings.Join(second.Objects[0].AlsoFailing, ",") != "Deployment/checkout" {
 		t.Fatalf("second alert: %+v", second)
 	}
-	if want := "ConfigMap app-config changed 30s before; Deployment/checkout, which reads it too, fails since"; second.Lines[0] != want {
+	if want := "ConfigMap app-config changed 30 s before the failure; Deployment/checkout also reads it and has been failing since"; second.Lines[0] != want {
 		t.Errorf("line\n got %s\nwant %s", second.Lines[0], want)
+	}
+}
+
+// TestStageKeepsTheFiringsSection: rollouts made during the incident (a
+// fix forward, rollout restarts) do not rewrite what its later
+// notifications say came before it.
+func TestStageKeepsTheFiringsSection(t *testing.T) {
+	clk := &clock{time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)}
+	c := newTestChanges(clk, Options{PerWorkload: 3})
+	c.observe(deployment(1, "6", "helm", clk.t.Add(-time.Hour)))
+	d := deployment(2, "6", "ci", clk.add(time.Minute))
+	d.Spec.Template.Spec.Containers[0].Image = "shop/checkout:1.9.0"
+	c.observe(d)
+	next := &sent{}
+	s := NewStage(StageOptions{Record: c, Next: next, Window: 30 * time.Minute})
+	obj := rules.ObjectRef{Kind: "Deployment", Namespace: "shop", Name: "checkout"}
+	crashed := clk.add(time.Minute)
+	s.Dispatch(context.Background(), note("i", incident.Firing, obj, crashed))
+	first := next.last().Changes
+	for i := range 4 { // four restarts at 3 a.m.: the record keeps 3
+		d = d.DeepCopy()
+		d.Generation++
+		d.Spec.Template.Annotations = map[string]string{restartedAtAnnotation: fmt.Sprint(i)}
+		c.observe(d)
+		clk.add(time.Minute)
+	}
+	s.Dispatch(context.Background(), note("i", incident.Updated, obj, crashed))
+	if got := next.last().Changes; got != first || got.Undo == "" {
+		t.Errorf("the update's section %+v, want the firing's %+v", got, first)
 	}
 }

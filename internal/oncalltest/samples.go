@@ -76,7 +76,7 @@ func rolledOut() *incident.Changes {
 		Rollouts: []incident.Rollout{{Revision: "7", At: sampleStart.Add(-4 * time.Minute), By: "argocd", Known: true,
 			Items: []string{"image app: registry.example/shop/checkout:1.8.2 → 1.9.0", "env DB_POOL changed"}}},
 		Undo:  "kubectl rollout undo deployment/checkout -n shop --to-revision=6",
-		Lines: []string{"Rolled out 4 min before (revision 7, by argocd): image app: registry.example/shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed"},
+		Lines: []string{"Rolled out 4 min before the failure (revision 7, by argocd): image app: registry.example/shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed"},
 	}
 }
 
@@ -87,7 +87,7 @@ func configChanged() *incident.Changes {
 		Workload: "Deployment/checkout", Since: sampleStart.Add(-30 * time.Minute), At: sampleStart,
 		Objects: []incident.ObjectChange{{Kind: "ConfigMap", Name: "app-config", At: sampleStart.Add(-2 * time.Minute),
 			AlsoFailing: []string{"Deployment/cart"}}},
-		Lines: []string{"ConfigMap app-config changed 2 min before; Deployment/cart, which reads it too, fails since"},
+		Lines: []string{"ConfigMap app-config changed 2 min before the failure; Deployment/cart also reads it and has been failing since"},
 	}
 }
 
@@ -95,7 +95,7 @@ func configChanged() *incident.Changes {
 // which rules a change out.
 func nothingChanged(workload string) *incident.Changes {
 	return &incident.Changes{Workload: workload, Since: sampleStart.Add(-30 * time.Minute), At: sampleStart,
-		Lines: []string{"No change to this workload in the last 30 min"}}
+		Lines: []string{"No change to this workload in the last 30 min before the failure (last rollout 6 d 2 h before the failure, revision 6, by argocd)"}}
 }
 
 // Samples are one notification of each kind herald sends.

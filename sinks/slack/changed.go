@@ -44,7 +44,9 @@ func changedBlocks(n incident.Notification) []slack.Block {
 	var b strings.Builder
 	b.WriteString(head)
 	for _, l := range lines {
-		b.WriteString("\n• " + truncate(escape(l), share))
+		// inline: no backtick of the cluster's can open code, so only
+		// herald's undo command below is ever shown as one.
+		b.WriteString("\n• " + truncate(inline(l), share))
 	}
 	b.WriteString(undo)
 	return []slack.Block{slack.NewSectionBlock(mrkdwn(b.String()), nil, nil)}
