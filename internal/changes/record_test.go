@@ -186,7 +186,7 @@ func TestObjects(t *testing.T) {
 	clk.add(time.Minute)
 	obj("Secret", "db-creds", "2", map[string]string{"rotated": "yes"})
 	got := c.Before(checkout, clk.add(time.Minute), 30*time.Minute).String()
-	want := "Secret db-creds changed (its labels or annotations too: the data may not have) 1 min before\nConfigMap app-config changed 2 min before"
+	want := "Secret db-creds changed 1 min before the failure (its labels or annotations changed too: its data may not have)\nConfigMap app-config changed 2 min before the failure"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
