@@ -3,6 +3,7 @@ package realnode
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,8 @@ var (
 // Seven of the chart's default rules (charts/herald/values.yaml), with
 // shorter waits where the defaults would only make the tests slow:
 // image-pull's and node-not-ready's `for` (2m, 1m) and the resolve
-// hold-down (30s). Crash context is on, as by default. Not here (yet):
+// hold-down (30s), and the "What changed" window (30m; changesWindow).
+// Crash context is on, as by default. Not here (yet):
 // pod-pending, deployment-unavailable, job-failed, node-pressure and the
 // chart's inhibitions (cmd/herald's TestChartDefaultsWorkloadRules runs
 // them on the test control plane).
@@ -42,6 +44,8 @@ const heraldConfig = `
 incidents:
   updateInterval: 30s
   resolveHoldDown: 5s
+context:
+  changes: {window: 1m}
 rules:
   - {name: pod-crashloop, kind: Pod, detector: crashloop, severity: critical, groupBy: workload, except: [OOMKilled], sinks: [hook]}
   - {name: pod-oomkilled, kind: Pod, detector: oomkilled, severity: critical, groupBy: workload, sinks: [hook]}
@@ -58,7 +62,25 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// allAtOnce is the package's -parallel unless one is given: the pod tests
+// wait on the kubelet far more than they compute, and go test's default,
+// GOMAXPROCS (two on these machines), would run them two at a time.
+const allAtOnce = "16"
+
 func run(m *testing.M) int {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", allAtOnce); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	return runCluster(m)
+}
+
+func runCluster(m *testing.M) int {
 	if os.Getenv("HERALD_SKIP_REAL_NODE") != "" {
 		fmt.Println("realnode: HERALD_SKIP_REAL_NODE is set: not running the real-node tests")
 		return 0
@@ -171,6 +193,12 @@ func describe(ds []delivery) string {
 	var b strings.Builder
 	for _, d := range ds {
 		fmt.Fprintf(&b, "\n  %s %s %s/%s %s: %s", d.at.Format("15:04:05.000"), d.Transition, d.Object.Kind, d.Object.Name, d.Incident.Rule, d.Title)
+		if c := d.Changes; c != nil {
+			fmt.Fprintf(&b, "\n    what changed (%s): %q", c.Workload, c.Lines)
+			if c.Undo != "" {
+				fmt.Fprintf(&b, " undo: %s", c.Undo)
+			}
+		}
 	}
 	if b.Len() == 0 {
 		return "none"

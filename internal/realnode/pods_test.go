@@ -3,6 +3,7 @@ package realnode
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,8 +102,17 @@ func restarts(pods []corev1.Pod) int32 {
 }
 
 // TestRealNode runs the pod failures in parallel, each in its namespace,
-// then the node failure, which would disturb them.
+// and beside them what changed before a crash; then the node failure,
+// which would disturb them.
 func TestRealNode(t *testing.T) {
+	heraldRestarted = newGate()
+	// The "What changed" tests wait for CrashLoop's herald restart, then
+	// wait out a minute's window: they run beside the pod tests, not
+	// among them, so that they hold none of go test's parallel slots
+	// while they wait (with a small -parallel, CrashLoop could be left
+	// waiting for the slot they hold).
+	var whatChanged sync.WaitGroup
+	whatChanged.Go(func() { t.Run("WhatChanged", testWhatChanged) })
 	t.Run("pods", func(t *testing.T) {
 		t.Run("CrashLoop", testCrashLoop)
 		t.Run("OOMKilled", testOOMKilled)
@@ -110,6 +120,8 @@ func TestRealNode(t *testing.T) {
 		t.Run("ImagePull", testImagePull)
 		t.Run("QuietChanges", testQuietChanges)
 	})
+	heraldRestarted.open() // CrashLoop did not run (go test -run)
+	whatChanged.Wait()
 	t.Run("NodeNotReady", testNodeNotReady)
 	t.Run("NothingSentTwice", testNothingSentTwice)
 }
@@ -118,6 +130,7 @@ func TestRealNode(t *testing.T) {
 // with the container's real log lines and its restart count, and nothing
 // more while the kubelet keeps restarting it, across a herald restart.
 func testCrashLoop(t *testing.T) {
+	defer heraldRestarted.open() // failed before the restart
 	t.Parallel()
 	namespace(t, "crash")
 	created := deployment(t, "crash", "api", 1, workload("-log", "starting api v2,config: missing key DATABASE_URL,exiting", "-exit", "1")).CreationTimestamp.Time
@@ -144,6 +157,7 @@ func testCrashLoop(t *testing.T) {
 	if err := herald.restart(); err != nil {
 		t.Fatal(err)
 	}
+	heraldRestarted.open()
 	awaitPods(t, "crash", "api", 120*time.Second, "two more crash cycles", func(pods []corev1.Pod) bool { return restarts(pods) >= before+2 })
 	got = hook.in("crash")
 	if n := count(got, "pod-crashloop", "firing"); n != 1 {

@@ -21,9 +21,15 @@ const (
 	// PauseImage holds a pod's namespaces (containerd's sandbox_image).
 	PauseImage = "herald.test/pause:1"
 	// WorkloadImage is internal/testenv/images/workload: flags make it
-	// log lines, exit with a code, outgrow its memory limit or serve a
-	// readiness endpoint.
+	// log lines, exit with a code, outgrow its memory limit, serve a
+	// readiness endpoint, crash when a file says so or after a while.
 	WorkloadImage = "herald.test/workload:1"
+	// WorkloadImage2 is the same image under a second tag, so that a test
+	// can roll a Deployment out to "the next version": a rollout is a new
+	// image name in the pod template, whatever the image holds. It is
+	// one more name in the same archive: no second build, no second
+	// import.
+	WorkloadImage2 = "herald.test/workload:2"
 )
 
 // localImage is a program of internal/testenv/images and its image name.
@@ -31,10 +37,14 @@ type localImage struct{ program, ref string }
 
 var nodeImages = []localImage{{"pause", PauseImage}, {"workload", WorkloadImage}}
 
+// alsoTagged are further names of an image: `ctr images import` makes an
+// image of each of an archive's RepoTags, all of one manifest.
+var alsoTagged = map[string][]string{WorkloadImage: {WorkloadImage2}}
+
 // buildImageArchive builds program (a main package under images/) as a
 // static binary and writes it as a one-layer image archive in the
 // "docker save" layout (manifest.json, the image config, the layer tar),
-// which `ctr images import` reads.
+// which `ctr images import` reads, named ref and ref's alsoTagged names.
 func buildImageArchive(ctx context.Context, program, ref, dir string) (string, error) {
 	bin := filepath.Join(dir, program)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./images/"+program)
@@ -71,7 +81,7 @@ func buildImageArchive(ctx context.Context, program, ref, dir string) (string, e
 	configSum := sha256.Sum256(config)
 	configName := hex.EncodeToString(configSum[:]) + ".json"
 	layerName := hex.EncodeToString(layerSum[:]) + "/layer.tar"
-	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{ref}, "Layers": []string{layerName}}})
+	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": append([]string{ref}, alsoTagged[ref]...), "Layers": []string{layerName}}})
 	if err != nil {
 		return "", err
 	}
