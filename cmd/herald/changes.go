@@ -32,11 +32,21 @@ type changeRecord struct {
 // newChangeRecord makes the record when context.changes is on, leaving
 // out what herald may not watch (each with a warning that says what to
 // grant); nil when it is off. Call it before anything makes an informer.
-func newChangeRecord(ctx context.Context, cfg *config.Config, restCfg *rest.Config, typed *kube.Client, w *watcher.Watcher,
+func newChangeRecord(ctx context.Context, cfg *config.Config, restCfg *rest.Config, w *watcher.Watcher,
 	logger *slog.Logger, reg prometheus.Registerer) (*changeRecord, error) {
 	cc := cfg.Context.Changes
 	if !cc.On() {
 		return nil, nil
+	}
+	// The permission checks below are a dozen requests at start: on the
+	// shared client, past its burst, client-go's rate limit (5/s) made
+	// them cost herald's start 2.4 s. Their own client has none; there
+	// are only so many.
+	checks := rest.CopyConfig(restCfg)
+	checks.QPS, checks.Burst = -1, 0
+	typed, err := kube.New(checks)
+	if err != nil {
+		return nil, err
 	}
 	var kinds []string
 	for _, kind := range cc.Kinds {

@@ -150,7 +150,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	}
 	// Before the controller makes any informer: the record sees
 	// workloads before the cache strips their pod templates.
-	changed, err := newChangeRecord(ctx, cfg, restCfg, typed, w, logger, reg)
+	changed, err := newChangeRecord(ctx, cfg, restCfg, w, logger, reg)
 	if err != nil {
 		logger.Error("setting up the change record", "error", err)
 		return 1
