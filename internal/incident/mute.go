@@ -116,6 +116,12 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change str
 		}
 	}
 	t.unmute(inc)
+	if inc.Seq == 0 && (tr == Updated || tr == Repeat) {
+		// Never announced (muted from its first sight, and an update
+		// held meanwhile fell due as the mute ended): what is owed is
+		// its firing, with what it is now.
+		tr, change = Firing, ""
+	}
 	return t.record(inc, tr, now, change), true
 }
 

@@ -295,3 +295,39 @@ func TestOpenIncidentsByReason(t *testing.T) {
 		t.Fatal("the restored tracker's muter was not asked")
 	}
 }
+
+// TestFirstWordAfterAMuteIsTheFiring: a grouped incident muted from its
+// first sight gains a pod just before the silence ends; the update that
+// holds falls due after it. Never announced, the incident's first
+// notification is its firing, whichever of the held update and the
+// silence's end is handled first (make demo once showed "UPDATED 0 → 2
+// of 2 pods" as a first message).
+func TestFirstWordAfterAMuteIsTheFiring(t *testing.T) {
+	for _, heldFirst := range []bool{true, false} {
+		clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+		muter := &untilMuter{until: clock.t.Add(time.Minute)}
+		tr := NewTracker(Options{Now: clock.now, HoldDown: time.Minute, Muter: muter})
+		a, b := groupedFinding("api-0", 2), groupedFinding("api-1", 2)
+		a.UpdateInterval, b.UpdateInterval = 10*time.Second, 10*time.Second
+		var sent []Notification
+		notes, _ := tr.Reconcile("Pod/shop/api-0", []rules.Finding{a})
+		sent = append(sent, notes...)
+		clock.t = muter.until.Add(-time.Second)
+		notes, _ = tr.Reconcile("Pod/shop/api-1", []rules.Finding{b})
+		sent = append(sent, notes...)
+		if len(sent) != 0 {
+			t.Fatalf("under the silence: %q", transitions(sent))
+		}
+		clock.t = muter.until.Add(15 * time.Second)
+		if heldFirst {
+			sent = append(sent, tr.ReleaseHeld(clock.t)...)
+			sent = append(sent, tr.ReleaseMuted(clock.t)...)
+		} else {
+			sent = append(sent, tr.ReleaseMuted(clock.t)...)
+			sent = append(sent, tr.ReleaseHeld(clock.t)...)
+		}
+		if len(sent) != 1 || sent[0].Transition != Firing || sent[0].Seq != 1 || sent[0].Incident.MemberCount != 2 {
+			t.Errorf("held update first %v: %q, want one firing of 2 pods", heldFirst, transitions(sent))
+		}
+	}
+}
