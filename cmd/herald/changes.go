@@ -67,30 +67,13 @@ func newChangeRecord(ctx context.Context, cfg *config.Config, restCfg *rest.Conf
 	var meta metadata.Interface
 	var objectKinds []string
 	if *cc.ConfigObjects {
-		for _, o := range []struct{ kind, res, grant string }{
-			{"ConfigMap", "configmaps", "grant it (the chart does), or set context.changes.configObjects: false"},
-			{"Secret", "secrets", "the chart grants it with allowSecretsAccess=true: RBAC cannot grant metadata alone, and herald never asks for more"},
-		} {
-			ok, err := allowedAll(ctx, typed, schema.GroupVersionResource{Version: "v1", Resource: o.res}, logger)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				// Secrets are off by the chart's default (RBAC could read
-				// their data): that is said, not warned of at every start.
-				level := slog.LevelWarn
-				if o.kind == "Secret" {
-					level = slog.LevelInfo
-				}
-				logger.Log(ctx, level, "what changed: herald may not list and watch "+o.res+" in all namespaces; alerts do not say when the "+o.kind+"s a workload reads changed ("+o.grant+")", "resource", o.res)
-				continue
-			}
-			objectKinds = append(objectKinds, o.kind)
+		if objectKinds, err = watchableObjects(ctx, typed, logger); err != nil {
+			return nil, err
 		}
 	}
 	if len(objectKinds) > 0 {
-		// Metadata only (PartialObjectMetadata): not one byte of a
-		// ConfigMap's or Secret's data crosses the wire.
+		// Metadata only (PartialObjectMetadata): a ConfigMap's or
+		// Secret's data does not cross the wire (changes/objects.go).
 		own := rest.CopyConfig(restCfg)
 		own.Wrap(func(rt http.RoundTripper) http.RoundTripper { return patientWatches{next: rt, every: time.Second} })
 		var err error
@@ -107,6 +90,35 @@ func newChangeRecord(ctx context.Context, cfg *config.Config, restCfg *rest.Conf
 		return nil, err
 	}
 	return &changeRecord{record: record, cfg: cc, reg: reg}, nil
+}
+
+// watchableObjects are those of ConfigMap and Secret whose metadata
+// herald may list and watch in all namespaces; each it may not is logged
+// with the grant that would allow it. herald run and herald test ask the
+// same.
+func watchableObjects(ctx context.Context, typed *kube.Client, logger *slog.Logger) ([]string, error) {
+	var kinds []string
+	for _, o := range []struct{ kind, res, grant string }{
+		{"ConfigMap", "configmaps", "grant it (the chart does), or set context.changes.configObjects: false"},
+		{"Secret", "secrets", "the chart grants it with allowSecretsAccess=true: RBAC cannot grant metadata alone, and herald never asks for more"},
+	} {
+		ok, err := allowedAll(ctx, typed, schema.GroupVersionResource{Version: "v1", Resource: o.res}, logger)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			// Secrets are off by the chart's default (RBAC could read
+			// their data): that is said, not warned of at every start.
+			level := slog.LevelWarn
+			if o.kind == "Secret" {
+				level = slog.LevelInfo
+			}
+			logger.Log(ctx, level, "what changed: herald may not list and watch "+o.res+" in all namespaces; alerts do not say when the "+o.kind+"s a workload reads changed ("+o.grant+")", "resource", o.res)
+			continue
+		}
+		kinds = append(kinds, o.kind)
+	}
+	return kinds, nil
 }
 
 // allowedAll asks whether herald may list and watch gvr in all namespaces.

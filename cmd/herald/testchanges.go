@@ -9,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -46,14 +45,9 @@ func newTestChanges(ctx context.Context, cfg *config.Config, rc *rest.Config, w 
 		if err != nil {
 			return nil, err
 		}
-		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-		for kind, res := range map[string]string{"ConfigMap": "configmaps", "Secret": "secrets"} {
-			// As herald run does: only what the identity may watch.
-			if ok, err := allowedAll(ctx, typed, schema.GroupVersionResource{Version: "v1", Resource: res}, quiet); err != nil {
-				return nil, err
-			} else if ok {
-				objectKinds = append(objectKinds, kind)
-			}
+		// As herald run does: only what this identity may watch.
+		if objectKinds, err = watchableObjects(ctx, typed, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+			return nil, err
 		}
 		if len(objectKinds) > 0 {
 			if meta, err = metadata.NewForConfig(rc); err != nil {
