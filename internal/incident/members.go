@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/herald-k8s/herald/internal/rules"
 )
 
 // Members. A grouped incident counts every pod of its workload that has
@@ -85,7 +87,17 @@ func (inc *Incident) removeMember(object string) bool {
 // ledger: its sample is all that is known; the rest (unseen) are counted
 // until the start-up reconcile has seen them again. A ledger written
 // before members were bounded has every member and no count.
-func (inc *Incident) restoreMembers() {
+func (inc *Incident) restoreMembers() bool {
+	if len(inc.Members) == 0 {
+		// A ledger entry without members (hand-edited, or truncated):
+		// its object is the one member it surely has, and without one
+		// no reconcile would ever find it to resolve it.
+		key, ok := objectKey(inc.Object)
+		if !ok {
+			return false
+		}
+		inc.Members = []string{key}
+	}
 	inc.Members = slices.Clone(inc.Members)
 	slices.Sort(inc.Members)
 	inc.Members = slices.Compact(inc.Members)
@@ -101,6 +113,19 @@ func (inc *Incident) restoreMembers() {
 	}
 	inc.MemberCount = max(inc.MemberCount, len(inc.members))
 	inc.unseen = inc.MemberCount - len(inc.members)
+	return true
+}
+
+// objectKey is the key the controller reconciles ref under (watcher.Key's
+// form, which this package may not import).
+func objectKey(ref rules.ObjectRef) (string, bool) {
+	switch {
+	case ref.Kind == "" || ref.Name == "":
+		return "", false
+	case ref.Namespace == "":
+		return ref.Kind + "/" + ref.Name, true
+	}
+	return ref.Kind + "/" + ref.Namespace + "/" + ref.Name, true
 }
 
 // MembersSeen ends the start-up reconcile: every object that has an

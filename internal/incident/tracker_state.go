@@ -151,7 +151,9 @@ func (t *Tracker) Restore(incs []Incident) {
 			t.retire(&inc)
 			continue
 		}
-		inc.restoreMembers()
+		if !inc.restoreMembers() {
+			continue // nothing could ever find it again, so it could never resolve
+		}
 		t.addOpen(&inc)
 		for m := range inc.members {
 			t.index(m, inc.Fingerprint)
