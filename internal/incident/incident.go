@@ -146,6 +146,8 @@ type Incident struct {
 	NoLogs    bool `json:"noLogs,omitempty"`
 	// RunbookURL is the rule's link for this problem.
 	RunbookURL string `json:"runbook,omitempty"`
+	// Ack is who took the incident on, if anyone (ack.go).
+	Ack *Ack `json:"ack,omitempty"`
 
 	// ruleChanged: a reload changed the incident's rule and its finding
 	// has not been seen since (RuleChanged); if it resolves now, that is

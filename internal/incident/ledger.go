@@ -74,6 +74,9 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 		}
 		m.wrote(len(incs))
 		saved = version
+		if m != nil {
+			m.Saved.set(version)
+		}
 		return nil
 	}
 	tick := time.NewTicker(FlushInterval)
@@ -108,6 +111,8 @@ type LedgerMetrics struct {
 	// ledger since this one read it.
 	Conflicts func()
 	Incidents func(n int)
+	// Saved, if set, is told each version the ledger holds.
+	Saved *Saved
 }
 
 func (m *LedgerMetrics) wrote(n int) {

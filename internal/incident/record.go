@@ -45,6 +45,10 @@ func snapshot(inc *Incident) Incident {
 	s.Facts = maps.Clone(inc.Facts)
 	s.Refs = maps.Clone(inc.Refs)
 	s.Members = slices.Clone(inc.Members)
+	if inc.Ack != nil {
+		ack := *inc.Ack
+		s.Ack = &ack
+	}
 	s.members = nil
 	s.Sinks = slices.Clone(inc.Sinks)
 	s.Starts = slices.Clone(inc.Starts)

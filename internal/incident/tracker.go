@@ -203,7 +203,7 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 		rose := restarts(f.Facts) != restarts(inc.Facts)
 		inc.Facts, inc.Title, inc.Text = maps.Clone(f.Facts), f.Title, f.Text
 		return t.update(inc, now, rose)
-	case inc.repeat > 0:
+	case inc.repeat > 0 && !t.Acks().quietsRepeat(inc):
 		if wait := inc.LastNotified.Add(inc.repeat).Sub(now); wait > 0 {
 			soonest(wait)
 			return Notification{}, false
