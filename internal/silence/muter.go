@@ -210,7 +210,7 @@ func (m *Muter) Mute(inc *incident.Incident, open incident.Open, now time.Time) 
 		}
 	}
 	described, annotated := describe(inc, objects)
-	subj := Subject{Rule: inc.Rule, Reason: inc.Reason, Severity: inc.Severity, Namespace: inc.Object.Namespace, Objects: described}
+	subj := Subject{Incident: inc.ID, Rule: inc.Rule, Reason: inc.Reason, Severity: inc.Severity, Namespace: inc.Object.Namespace, Objects: described}
 	m.mu.Lock()
 	for _, s := range m.silences {
 		if s.State(now) != "active" || !s.Matches(subj) {

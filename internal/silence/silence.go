@@ -80,19 +80,24 @@ type Matchers struct {
 	// LabelSelector matches the object's labels (any affected pod's, for
 	// an incident grouped by workload).
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// Incident is one incident's ID (a notification's footer): the
+	// silence mutes that occurrence only, so it ends, in effect, when the
+	// incident resolves (Slack's "Silence until resolved"); the problem
+	// coming back is a new incident, and is said.
+	Incident string `json:"incident,omitempty"`
 }
 
 // Empty says no matcher is given (the CRD refuses such a silence).
 func (m Matchers) Empty() bool {
 	return m.Namespace == "" && m.Kind == "" && m.Name == "" && m.Workload == "" && m.Rule == "" &&
-		m.Reason == "" && m.Severity == "" && m.LabelSelector == nil
+		m.Reason == "" && m.Severity == "" && m.LabelSelector == nil && m.Incident == ""
 }
 
 // String lists the matchers given, for people: "workload=api rule=crash".
 func (m Matchers) String() string {
 	var parts []string
 	for _, kv := range [][2]string{{"namespace", m.Namespace}, {"kind", m.Kind}, {"name", m.Name}, {"workload", m.Workload},
-		{"rule", m.Rule}, {"reason", m.Reason}, {"severity", m.Severity}} {
+		{"rule", m.Rule}, {"reason", m.Reason}, {"severity", m.Severity}, {"incident", m.Incident}} {
 		if kv[1] != "" {
 			parts = append(parts, kv[0]+"="+kv[1])
 		}
@@ -194,6 +199,8 @@ func (s Silence) key() string { return s.Namespace + "/" + s.Name }
 // Subject is what a silence is matched against: the incident's object
 // and, for an incident grouped by workload, its affected pods.
 type Subject struct {
+	// Incident is the incident's ID.
+	Incident               string
 	Rule, Reason, Severity string
 	Namespace              string
 	Objects                []Object
@@ -213,6 +220,9 @@ type Object struct {
 func (s Silence) Matches(subj Subject) bool {
 	m := s.Matchers
 	if (!s.Cluster && subj.Namespace != s.Namespace) || (m.Namespace != "" && !glob(m.Namespace, subj.Namespace)) {
+		return false
+	}
+	if m.Incident != "" && m.Incident != subj.Incident {
 		return false
 	}
 	if (m.Rule != "" && m.Rule != subj.Rule) || (m.Reason != "" && m.Reason != subj.Reason) || (m.Severity != "" && m.Severity != subj.Severity) {

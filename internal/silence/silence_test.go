@@ -81,6 +81,8 @@ func TestMatches(t *testing.T) {
 	grouped := Subject{Rule: "pod-crashloop", Reason: "CrashLoopBackOff", Severity: "critical", Namespace: "shop",
 		Objects: []Object{{Kind: "Deployment", Name: "api", Workload: "Deployment/api"}, {Kind: "Pod", Name: "api-1", Workload: "Deployment/api", Labels: map[string]string{"tier": "web"}}}}
 	node := Subject{Rule: "node-notready", Reason: "NotReady", Severity: "critical", Objects: []Object{{Kind: "Node", Name: "n1"}}}
+	occurrence := pod
+	occurrence.Incident = "3f9a0c1d2e4b5a69-2"
 	cases := []struct {
 		name     string
 		ns       string // "": a ClusterSilence
@@ -109,6 +111,8 @@ func TestMatches(t *testing.T) {
 		{"labels mismatch", "shop", map[string]any{"labelSelector": map[string]any{"matchLabels": map[string]any{"tier": "db"}}}, pod, false},
 		{"a node not from a namespace", "shop", map[string]any{"kind": "Node"}, node, false},
 		{"a node not from herald's namespace", "herald", map[string]any{"kind": "Node"}, node, false},
+		{"one incident", "shop", map[string]any{"incident": "3f9a0c1d2e4b5a69-2", "rule": "pod-crashloop"}, occurrence, true},
+		{"not its next occurrence", "shop", map[string]any{"incident": "3f9a0c1d2e4b5a69-1", "rule": "pod-crashloop"}, occurrence, false},
 		{"a node from a ClusterSilence", "", map[string]any{"kind": "Node", "name": "n*"}, node, true},
 	}
 	for _, c := range cases {
