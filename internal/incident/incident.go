@@ -109,6 +109,8 @@ type Incident struct {
 	// MutedBySource is the fingerprint of the incident that inhibits
 	// this one (empty: not inhibited).
 	MutedBySource string `json:"mutedSrc,omitempty"`
+	// MutedWho is who asked for the mute (Mute.Who).
+	MutedWho string `json:"mutedWho,omitempty"`
 	// Covers is how many open incidents this one inhibits now, and
 	// NotifiedCovers how many its last notification said: a node's
 	// message says how many pods' incidents it explains.

@@ -37,6 +37,10 @@ type Mute struct {
 	// Source is the fingerprint of the inhibiting incident (inhibitions
 	// only): it is told how many incidents it explains.
 	Source string
+	// Who asked for it, as the silence says (its createdBy: "slack:U0AB
+	// (ana)", "alice"), one line; "" when nobody did (windows,
+	// inhibitions) or it does not say.
+	Who string
 }
 
 // Muter says whether an incident is muted now. open gives the open
@@ -128,9 +132,9 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change str
 // mute records m on inc. A held update is dropped: what changed is owed
 // when the mute ends, and said then in one update.
 func (t *Tracker) mute(inc *Incident, m Mute) {
-	if inc.MutedBy != m.By || !inc.MutedUntil.Equal(m.Until) || !inc.HeldUntil.IsZero() || inc.MutedBySource != m.Source {
+	if inc.MutedBy != m.By || !inc.MutedUntil.Equal(m.Until) || !inc.HeldUntil.IsZero() || inc.MutedBySource != m.Source || inc.MutedWho != m.Who {
 		prev := inc.MutedBySource
-		inc.MutedBy, inc.MutedUntil, inc.HeldUntil, inc.MutedBySource = m.By, m.Until, time.Time{}, m.Source
+		inc.MutedBy, inc.MutedUntil, inc.HeldUntil, inc.MutedBySource, inc.MutedWho = m.By, m.Until, time.Time{}, m.Source, m.Who
 		t.touch(inc)
 		t.muted[inc.Fingerprint] = true
 		t.recount(prev)
@@ -144,7 +148,7 @@ func (t *Tracker) unmute(inc *Incident) {
 	delete(t.muted, inc.Fingerprint)
 	if inc.MutedBy != "" {
 		prev := inc.MutedBySource
-		inc.MutedBy, inc.MutedUntil, inc.MutedBySource = "", time.Time{}, ""
+		inc.MutedBy, inc.MutedUntil, inc.MutedBySource, inc.MutedWho = "", time.Time{}, "", ""
 		t.touch(inc)
 		t.recount(prev)
 	}

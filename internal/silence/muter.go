@@ -217,7 +217,7 @@ func (m *Muter) Mute(inc *incident.Incident, open incident.Open, now time.Time) 
 			continue
 		}
 		if s.EndsAt.After(best.Until) {
-			best = incident.Mute{By: s.Ref(), Until: s.EndsAt}
+			best = incident.Mute{By: s.Ref(), Until: s.EndsAt, Who: oneLine(s.CreatedBy, maxWho)}
 		}
 	}
 	m.mu.Unlock()
