@@ -94,6 +94,8 @@ type SlackSink struct {
 	ClusterName string `yaml:"clusterName"`
 	// Insecure allows the bot token over a plain http:// apiURL.
 	Insecure bool `yaml:"insecure"`
+	// Interactive adds buttons to the messages (config/interactive.go).
+	Interactive *Interactive `yaml:"interactive"`
 }
 
 // NATSSink publishes the webhook payload to NATS or JetStream.

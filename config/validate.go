@@ -101,6 +101,7 @@ func (c *Config) validate() Errors {
 			if sl.APIURL != "" {
 				validateURL(p+".slack.apiURL", sl.APIURL, add)
 			}
+			c.validateInteractive(p+".slack.interactive", sl, add)
 		}
 		if n := s.NATS; n != nil {
 			if n.URL == "" {

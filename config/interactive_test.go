@@ -1,0 +1,84 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+const interactiveBase = `rules: [{name: r, kind: Pod, detector: crashloop, sinks: [s]}]
+routes: [{name: payments, match: {namespaces: [pay]}, to: [{sink: s, channel: "#pay"}]}]
+sinks:
+  - name: s
+    slack:
+      token: {value: xoxb-1-2, allowPlaintext: true}
+      channel: "#alerts"
+`
+
+// TestInteractiveConfig: buttons are off unless configured; an app token
+// of the wrong kind or shape, an allow entry that names a user by name or
+// an unknown route are refused where written, without showing the token.
+func TestInteractiveConfig(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte(interactiveBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sinks[0].Slack.Interactive != nil {
+		t.Fatal("interactive is on without being configured")
+	}
+	good := "      interactive:\n        appToken: {value: xapp-1-A0123ABCD-4567-0a1b2c3d, allowPlaintext: true}\n"
+	if _, err := Parse("c.yaml", []byte(interactiveBase+good)); err != nil {
+		t.Fatalf("a good app token: %v", err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"      interactive:\n        appToken: {value: xoxb-123-456-abc, allowPlaintext: true}\n", "c.yaml:9:19: sinks[0].slack.interactive.appToken: this is a bot or user token"},
+		{"      interactive:\n        appToken: {value: not-a-token-at-all, allowPlaintext: true}\n", "interactive.appToken: not an app-level token"},
+		{"      interactive: {allow: [{acknowledge: ['*']}]}\n", "interactive: interactive needs appToken"},
+		{good + "        allow: [{silence: [ana]}]\n", `interactive.allow[0].silence[0]: "ana" is not a Slack user ID`},
+		{good + "        allow: [{routes: [nope], silence: ['*']}]\n", `interactive.allow[0].routes[0]: no route is named "nope"`},
+		{good + "        allow: [{namespaces: [shop]}]\n", "interactive.allow[0]: an allow entry must say who may do something"},
+		{good + "        allow: [{namespaces: ['[x'], silence: [U0AB12CD]}]\n", "interactive.allow[0].namespaces[0]: bad pattern"},
+	} {
+		_, err := Parse("c.yaml", []byte(interactiveBase+tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "xoxb-123-456-abc") {
+			t.Errorf("the error shows the token: %v", err)
+		}
+	}
+	webhook := strings.Replace(interactiveBase, "token: {value: xoxb-1-2, allowPlaintext: true}\n      channel: \"#alerts\"", "webhookURL: {value: 'https://hooks.example/x', allowPlaintext: true}", 1)
+	if _, err := Parse("c.yaml", []byte(webhook+good)); err == nil || !strings.Contains(err.Error(), "buttons need a bot token") {
+		t.Errorf("buttons on a webhook: %v", err)
+	}
+}
+
+// TestAllowed: the first entry that matches the incident's namespace and
+// route decides; an action it does not name keeps the default (anyone may
+// acknowledge and read logs, nobody may silence).
+func TestAllowed(t *testing.T) {
+	ids := func(s ...string) *[]string { return &s }
+	in := &Interactive{Allow: []AllowRule{
+		{Routes: []string{"payments"}, Silence: ids("S0PAYONCALL"), Acknowledge: ids("S0PAYONCALL")},
+		{Namespaces: []string{"shop", "shop-*"}, Silence: ids("U0ANA1234")},
+		{Namespaces: []string{"sandbox"}, MoreLogs: ids()},
+	}}
+	for _, tc := range []struct {
+		action, ns, route string
+		want              []string
+	}{
+		{"silence", "pay", "payments", []string{"S0PAYONCALL"}},
+		{"acknowledge", "pay", "payments", []string{"S0PAYONCALL"}},
+		{"moreLogs", "pay", "payments", []string{"*"}},
+		{"silence", "shop-eu", "", []string{"U0ANA1234"}},
+		{"acknowledge", "shop", "", []string{"*"}},
+		{"moreLogs", "sandbox", "", []string{}}, // an empty list: nobody
+		{"silence", "other", "", nil},
+		{"silence", "", "", nil},
+		{"acknowledge", "other", "", []string{"*"}},
+	} {
+		if got := in.Allowed(tc.action, tc.ns, tc.route); !slices.Equal(got, tc.want) {
+			t.Errorf("%s in %q via %q: %q, want %q", tc.action, tc.ns, tc.route, got, tc.want)
+		}
+	}
+}
