@@ -11,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/herald-k8s/herald/internal/kube"
@@ -219,21 +217,11 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	if *createdBy == "" {
 		*createdBy = whoAmI(ctx, clients.typed)
 	}
-	spec := map[string]any{"startsAt": start.Format(time.RFC3339), "endsAt": end.UTC().Format(time.RFC3339), "comment": *comment}
-	if *createdBy != "" {
-		spec["createdBy"] = *createdBy
-	}
-	matchers, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m)
+	obj, err := silence.NewSilence(*namespace, "", m, start, end, *comment, *createdBy, nil)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "herald silence create:", err)
 		return 1
 	}
-	spec["matchers"] = matchers
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "herald.io/v1alpha1", "kind": "Silence",
-		"metadata": map[string]any{"generateName": "silence-", "namespace": *namespace},
-		"spec":     spec,
-	}}
 	if *cluster {
 		obj.SetKind("ClusterSilence")
 		obj.SetNamespace("")

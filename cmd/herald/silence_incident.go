@@ -72,17 +72,9 @@ func (r incidentRef) find(ctx context.Context, client *kube.Client, where string
 // user meant something else.
 func silenceFor(inc incident.Incident, namespace *string, cluster *bool) (silence.Matchers, error) {
 	obj := strings.Trim(inc.Object.Kind+"/"+inc.Object.Namespace+"/"+inc.Object.Name, "/")
-	// The ledger is a ConfigMap: one that is not herald's, or damaged,
-	// must not make this a silence wider than one object and one rule
-	// (an empty name or a glob would match many).
-	if inc.Rule == "" || inc.Object.Kind == "" || inc.Object.Name == "" || strings.ContainsAny(inc.Object.Name+inc.Object.Kind, "*?[]\\") {
-		return silence.Matchers{}, fmt.Errorf("incident %s in the ledger names no single object and rule (%q, rule %q): not silenced; check that the ledger is herald's (herald incidents)", inc.ID, obj, inc.Rule)
-	}
-	m := silence.Matchers{Rule: inc.Rule}
-	if inc.Grouped {
-		m.Workload = inc.Object.Kind + "/" + inc.Object.Name
-	} else {
-		m.Kind, m.Name = inc.Object.Kind, inc.Object.Name
+	m, err := silence.ForIncident(inc)
+	if err != nil {
+		return m, err
 	}
 	switch ns := inc.Object.Namespace; {
 	case ns == "" && !*cluster:

@@ -111,3 +111,15 @@ func (t *Tracker) Announced() []Notification {
 	slices.SortFunc(out, func(a, b Notification) int { return a.Time.Compare(b.Time) })
 	return out
 }
+
+// Lookup returns a copy of the open or retained incident id: what an
+// action from a message (a button) acts on.
+func (t *Tracker) Lookup(id string) (Incident, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	inc := t.byID(id)
+	if inc == nil {
+		return Incident{}, false
+	}
+	return snapshot(inc), true
+}

@@ -111,3 +111,11 @@ func (c *Client) WhoAmI(ctx context.Context) (*authnv1.SelfSubjectReview, error)
 func (c *Client) Ready(ctx context.Context) error {
 	return c.core.Get().AbsPath("/readyz").Do(ctx).Error()
 }
+
+// CreateEvent records a core/v1 Event (what herald did, on the object it
+// did it to: kubectl describe shows it).
+func (c *Client) CreateEvent(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
+	out := &corev1.Event{}
+	err := c.core.Post().Namespace(ev.Namespace).Resource("events").Body(ev).Do(ctx).Into(out)
+	return out, err
+}
