@@ -31,6 +31,9 @@ type leaderParts struct {
 	silenceStatus func(ctx context.Context)
 	// gatherContext runs the crash-context stage while leading.
 	gatherContext func(ctx context.Context)
+	// interactive receives Slack's button presses while leading (nil:
+	// no sink has buttons).
+	interactive func(ctx context.Context)
 }
 
 // runLeader is the leader's work: load the ledger (now that no other
@@ -82,6 +85,9 @@ func runLeader(ctx, fenced context.Context, fence context.CancelCauseFunc, p lea
 	wg.Go(func() { p.dispatcher.Run(sinkCtx) })
 	wg.Go(func() { p.gatherContext(work) })
 	wg.Go(func() { p.silenceStatus(work) })
+	if p.interactive != nil {
+		wg.Go(func() { p.interactive(work) })
+	}
 	runErr := p.ctrl.Run(work)
 	p.dispatcher.Close()
 	grace := time.AfterFunc(p.grace, stopSinks)

@@ -148,6 +148,12 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		logger.Error("setting up crash context", "error", err)
 		return 1
 	}
+	var moreLogs func(context.Context, incident.Incident, int) (*incident.Logs, error)
+	if e, ok := notify.(interface {
+		MoreLogs(context.Context, incident.Incident, int) (*incident.Logs, error)
+	}); ok {
+		moreLogs = e.MoreLogs
+	}
 	// Before the controller makes any informer: the record sees
 	// workloads before the cache strips their pod templates.
 	changed, err := newChangeRecord(ctx, cfg, restCfg, w, logger, reg)
@@ -192,7 +198,11 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	reg.MustRegister(isLeader, ledgerWrites, ledgerFailures, ledgerConflicts, ledgerSize,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_cache_synced", Help: "1 once every informer has listed."}, func() float64 { return map[bool]float64{true: 1}[w.Synced()] }),
 	)
-	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Conflicts: ledgerConflicts.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }}
+	saved := incident.NewSaved()
+	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Conflicts: ledgerConflicts.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }, Saved: saved}
+	// Slack's buttons: the leader holds the Socket Mode connection.
+	interactive := newInteractive(cfg, interactiveParts{tracker: tracker, notify: notify, moreLogs: moreLogs, saved: saved,
+		dynamic: clients.Dynamic, typed: typed, logger: logger, reg: reg})
 	healthz := leader.NewHealthz(20 * time.Second)
 	if *metricsAddr != "" {
 		srv, err := serveOps(*metricsAddr, reg, w, typed.Ready, healthz, *withPprof, logger)
@@ -239,7 +249,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	var runErr error
 	lead := func(ctx context.Context) {
 		runErr = runLeader(ctx, fenced, fence, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
-			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace, gatherContext: gatherContext,
+			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace, gatherContext: gatherContext, interactive: interactive,
 			silenceStatus: silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run})
 	}
 	if !*leaderElect {

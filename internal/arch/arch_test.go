@@ -39,6 +39,8 @@ var allowed = map[string][]string{
 	"internal/redact":    {},
 	"internal/silence":   {"config", "internal/incident", "watcher"},
 	"internal/changes":   {"config", "watcher", "internal/incident"},
+	"internal/actions":   {"internal/incident", "internal/silence"},
+	"internal/slackact":  {"config", "internal/actions", "internal/incident", "sinks"},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -98,7 +98,9 @@ func TestSavedWaitsForTheLedger(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- Persist(ctx, tr, &MemoryStore{}, slog.New(slog.DiscardHandler), &LedgerMetrics{Saved: saved}) }()
+	go func() {
+		done <- Persist(ctx, tr, &MemoryStore{}, slog.New(slog.DiscardHandler), &LedgerMetrics{Saved: saved})
+	}()
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	if err := saved.Wait(wctx, tr.Version()); err != nil {
