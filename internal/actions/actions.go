@@ -98,6 +98,9 @@ type Result struct {
 	Say string
 	// Logs are More logs' lines.
 	Logs *incident.Logs
+	// Quiet: this very press was carried out before (Slack delivered it
+	// again, to this replica or the next leader): nothing to say twice.
+	Quiet bool
 }
 
 // Incidents is what actions read and change of the tracker.
@@ -203,7 +206,7 @@ func (x *Executor) silence(ctx context.Context, p Press, inc incident.Incident, 
 	created, err := x.opts.Silences.Create(ctx, obj)
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return Result{Outcome: Already, Say: "Already silenced by this press (silence " + ns + "/" + obj.GetName() + ")."}
+		return Result{Outcome: Already, Quiet: true, Say: "Already silenced by this press (silence " + ns + "/" + obj.GetName() + ")."}
 	case err != nil:
 		return Result{Outcome: Failed, Say: "herald could not create the silence: " + apiReason(err)}
 	}
@@ -237,14 +240,14 @@ func (x *Executor) acknowledge(ctx context.Context, p Press, inc incident.Incide
 	case incident.AckNotOpen:
 		return Result{Outcome: Refused, Say: "Incident " + inc.ID + " has resolved: nothing to acknowledge."}
 	case incident.AckAlready:
-		who := "someone"
+		who, same := "someone", false
 		if cur, ok := x.opts.Incidents.Lookup(inc.ID); ok && cur.Ack != nil {
-			who = cur.Ack.By
+			who, same = cur.Ack.By, cur.Ack.Key == p.Key
 			if cur.Ack.Name != "" {
 				who = cur.Ack.Name
 			}
 		}
-		return Result{Outcome: Already, Say: "Incident " + inc.ID + " is already acknowledged by " + who + "."}
+		return Result{Outcome: Already, Quiet: same, Say: "Incident " + inc.ID + " is already acknowledged by " + who + "."}
 	}
 	// Answered only once the ledger has it: a press the next leader
 	// receives again finds it there and does nothing.

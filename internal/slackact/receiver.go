@@ -179,6 +179,7 @@ func (r *Receiver) press(ctx context.Context, cb slack.InteractionCallback, p ac
 	r.count(string(p.Kind), string(res.Outcome))
 	log.Info("Slack press", "result", res.Outcome, "said", res.Say)
 	switch {
+	case res.Quiet:
 	case p.Kind == actions.MoreLogs && res.Logs != nil:
 		r.reply(ctx, channel, ts, logsReply(p.IncidentID, res.Logs))
 	case res.Outcome == actions.Done && p.Kind != actions.Acknowledge:
