@@ -48,6 +48,9 @@ func TestSlackPressExactlyOnceAcrossFailover(t *testing.T) {
 	}
 	live := []*replica{h.start(), h.start()}
 	first := h.leader(live)
+	if err := waitFor(30*time.Second, func() bool { return strings.Contains(first.logs(), `"msg":"starting workers"`) }); err != nil {
+		t.Fatalf("the leader did not start its workers:\n%s", first.logs())
+	}
 
 	podOnNode(t, client, "shop", "node-1")
 	setStatus(t, client, "shop", crashLooping, 3)

@@ -23,7 +23,9 @@ import (
 // PagerDuty. ana may silence in default; the on-call group (bob) may
 // acknowledge; anyone may read more logs.
 const buttonsConfig = `
-incidents: {resolveHoldDown: 0s, flapping: {starts: 0}}
+incidents: {resolveHoldDown: 0s, flapping: {starts: 0}, updateInterval: 0s}
+context:
+  redact: ['customer-[0-9]+']
 rules:
   - {name: crash, kind: Pod, detector: crashloop, severity: critical, restartStep: 2, settle: 0s, sinks: [slack, pd]}
 sinks:
@@ -238,7 +240,7 @@ func TestSlackButtons(t *testing.T) {
 			return strings.Contains(string(m.Blocks), "Acknowledged by") && strings.Contains(string(m.Blocks), "→ 6")
 		}); err != nil {
 			m, _ := sl.Message(alert.Channel, alert.TS)
-			t.Fatalf("after a restart, the update does not say who acknowledged: %s", m.Blocks)
+			t.Fatalf("after a restart, the update does not say who acknowledged: %s\n%s", m.Blocks, h.logs.String())
 		}
 		if n := pdActions(pd, "acknowledge"); n != 1 {
 			t.Errorf("PagerDuty acknowledge events after the restart: %d, want 1", n)
@@ -255,9 +257,9 @@ func TestSlackButtons(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.CreatedBy != "slack:U0ANA1 (ana)" || s.Matchers.String() != "kind=Pod name=shop rule=crash" ||
+		if s.CreatedBy != "slack:U0ANA1 (ana)" || s.Matchers.String() != "namespace=default kind=Pod name=shop rule=crash" ||
 			s.EndsAt.Sub(s.StartsAt) != time.Hour || !strings.Contains(s.Comment, "for 1 h") {
-			t.Errorf("silence %+v: want one hour of kind=Pod name=shop rule=crash, by slack:U0ANA1 (ana)", s)
+			t.Errorf("silence %+v: want one hour of namespace=default kind=Pod name=shop rule=crash, by slack:U0ANA1 (ana)", s)
 		}
 		if n := len(eventsWithReason(t, env, "Silenced")); n != 1 {
 			t.Errorf("%d Silenced Events, want 1", n)
@@ -270,7 +272,7 @@ func TestSlackButtons(t *testing.T) {
 		edits := muted.Updates
 		setStatus(t, client, "shop", crashLooping, 9)
 		if err := waitFor(20*time.Second, func() bool { return strings.Contains(h.logs.String(), `msg="notification muted"`) }); err != nil {
-			t.Fatalf("the update after the silence was not muted:\n%s", grepLines(h.logs.String(), "crash"))
+			t.Fatalf("the update after the silence was not muted:\n%s", h.logs.String())
 		}
 		if m, _ := sl.Message(alert.Channel, alert.TS); m.Updates != edits {
 			t.Errorf("a muted update edited the message: %s", m.Blocks)
@@ -284,7 +286,7 @@ func TestSlackButtons(t *testing.T) {
 		if _, err := dyn.Resource(silence.Resource).Namespace("default").Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		alertWith(t, sl, "No longer muted", "→ 9", "herald_silence_1h")
+		alertWith(t, sl, "No longer muted", "restarted 9 times", "herald_silence_1h")
 	})
 
 	t.Run("Unsilence", func(t *testing.T) {

@@ -191,6 +191,7 @@ func (x *Executor) silence(ctx context.Context, p Press, inc incident.Incident, 
 	if err != nil {
 		return Result{Outcome: Refused, Say: err.Error()}
 	}
+	m.Namespace = ns // what a Silence mutes anyway, said where people read it
 	now := x.opts.Now()
 	end, how := now.Add(d), "for "+words(d)
 	if d == 0 {

@@ -90,6 +90,13 @@ func run(heraldBin, configPath string) error {
 		return err
 	}
 
+	say("starting a Slack stand-in on loopback (Web API and Socket Mode): herald posts alerts there with buttons, and the demo presses one")
+	sl, configPath, err := startSlack(configPath)
+	if err != nil {
+		return err
+	}
+	defer sl.Close()
+
 	say("starting herald: %s run --config %s", heraldBin, configPath)
 	logPath := filepath.Join(os.TempDir(), "herald-demo.log")
 	logFile, err := os.Create(logPath)
@@ -150,6 +157,9 @@ func run(heraldBin, configPath string) error {
 	if err := showAlertmanager(am.URL, "CrashLoopBackOff"); err != nil {
 		return err
 	}
+	if err := buttonScene(ctx, sl, heraldBin, kubeconfig, lines, seen); err != nil {
+		return err
+	}
 	if err := canaryScene(ctx, client, heraldBin, configPath, kubeconfig); err != nil {
 		return err
 	}
@@ -203,7 +213,7 @@ func run(heraldBin, configPath string) error {
 	if err := silenceScene(ctx, client, heraldBin, kubeconfig, lines, seen); err != nil {
 		return err
 	}
-	say("demo complete: %d notifications for 6 incidents on a real node: 3 pods in a storm, a bad rollout and what changed, repeated OOM kills and crash cycles, a silenced crash loop", sent)
+	say("demo complete: %d notifications for 6 incidents on a real node: 3 pods in a storm silenced from its Slack button, a bad rollout and what changed, repeated OOM kills and crash cycles, a silenced crash loop", sent)
 	return nil
 }
 
