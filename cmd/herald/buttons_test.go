@@ -172,6 +172,7 @@ func TestSlackButtons(t *testing.T) {
 	defer kubelet.Close()
 	sl, pd := buttonsSlack(t), oncalltest.NewPagerDuty(t)
 	cfg := fmt.Sprintf(buttonsConfig, sl.URL()+"/api/", pd.URL)
+	metrics := freeAddr(t)
 	h := startedHerald(t, env, cfg, "--log-level", "debug")
 	t.Cleanup(func() { h.stop() }) // whichever herald runs last
 
@@ -194,6 +195,9 @@ func TestSlackButtons(t *testing.T) {
 		}
 		if !strings.Contains(h.logs.String(), `msg="Slack press refused"`) {
 			t.Errorf("the refusal is not logged")
+		}
+		if n := len(eventsWithReason(t, env, "Silenced")); n != 0 {
+			t.Errorf("a refused press recorded %d Silenced Events", n)
 		}
 	})
 
@@ -233,7 +237,7 @@ func TestSlackButtons(t *testing.T) {
 		// update of the message still says who took it on, pressing
 		// again is refused as done, and PagerDuty hears nothing twice.
 		h.stop()
-		h = startedHerald(t, env, cfg, "--log-level", "debug")
+		h = startedHerald(t, env, cfg, "--log-level", "debug", "--metrics-addr", metrics)
 		setStatus(t, client, "shop", crashLooping, 6)
 		if err := waitFor(20*time.Second, func() bool {
 			m, _ := sl.Message(alert.Channel, alert.TS)
@@ -311,5 +315,16 @@ func TestSlackButtons(t *testing.T) {
 
 	if !strings.Contains(h.logs.String(), `msg="Slack press"`) {
 		t.Errorf("presses are not logged")
+	}
+	// Counted since the restart: the two silences, the unsilence.
+	for sample, want := range map[string]float64{
+		`herald_slack_actions_total{action="silence-1h",result="done"}`: 1,
+		`herald_slack_actions_total{action="silence-4h",result="done"}`: 1,
+		`herald_slack_actions_total{action="unsilence",result="done"}`:  1,
+		`herald_slack_socket_connected`:                                 1,
+	} {
+		if got, err := scrapeMetric(metrics, sample); err != nil || got != want {
+			t.Errorf("%s = %v (%v), want %v", sample, got, err, want)
+		}
 	}
 }
