@@ -73,6 +73,9 @@ var variants = map[string][]string{
 	},
 	// The production example: network policy both ways (docs/security.md).
 	"example-values": {"-f", "../../examples/chart/values.yaml"},
+	// Slack buttons: the app-level token's mount, the grants they need,
+	// the allow list in the configuration.
+	"slack-buttons": buttonsArgs,
 	"single-webhook-no-reload": {
 		"--set", "replicaCount=1", "--set", "leaderElection.enabled=false", "--set", "hotReload.enabled=false",
 		"--set-json", `config={"rules":[{"name":"crash","kind":"Pod","detector":"crashloop","sinks":["hook"]},{"name":"certs","kind":"Certificate","apiVersion":"cert-manager.io/v1","condition":"true","sinks":["hook"]}],"sinks":[{"name":"hook","webhook":{"urlFrom":{"file":"/var/run/secrets/herald/hook/url"}}}]}`,
@@ -201,8 +204,9 @@ func TestDryRunAndInstall(t *testing.T) {
 	disco, _ := discovery.NewDiscoveryClientForConfig(env.Config)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	n := 0
-	// The defaults, and the production example (its egress NetworkPolicy).
-	for _, args := range [][]string{nil, {"-f", "../../examples/chart/values.yaml"}} {
+	// The defaults, the production example (its egress NetworkPolicy),
+	// and Slack buttons (the app-level token's volume, their grants).
+	for _, args := range [][]string{nil, {"-f", "../../examples/chart/values.yaml"}, buttonsArgs} {
 		out, err := helm(t, append([]string{"template", "herald", chartDir, "-n", "herald", "--kube-version", "1.36.0"}, args...)...)
 		if err != nil {
 			t.Fatal(out)

@@ -63,7 +63,9 @@ config names one; extraRules are appended to config.rules (Helm replaces
 lists whole, so adding to them in values would mean copying the
 defaults); a rule that names no sinks gets defaultSinks; routes become
 config.routes (one or the other: the order of routes decides); a Slack
-bot-token sink without a channel gets slack.channel. */}}
+bot-token sink without a channel gets slack.channel; with
+slack.interactive.enabled, the sink it names gets buttons (interactive:
+the mounted app-level token and the allow list). */}}
 {{- define "herald.config" -}}
 {{- $cfg := deepCopy (.Values.config | default dict) -}}
 {{- if and .Values.clusterName (not $cfg.clusterName) -}}
@@ -93,5 +95,40 @@ bot-token sink without a channel gets slack.channel. */}}
 {{- $_ := set .slack "channel" $channel -}}
 {{- end -}}
 {{- end -}}
+{{- $inter := (.Values.slack | default dict).interactive | default dict -}}
+{{- if $inter.enabled -}}
+{{- $found := false -}}
+{{- range $cfg.sinks -}}
+{{- if eq (toString .name) (toString $inter.sink) -}}
+{{- $found = true -}}
+{{- if not (and .slack .slack.token) -}}
+{{- fail (printf "slack.interactive.sink=%s: that sink is not a Slack sink with a bot token (token:), which buttons need to edit the message a press acts on" (toString $inter.sink)) -}}
+{{- end -}}
+{{- if .slack.interactive -}}
+{{- fail (printf "slack.interactive.enabled and config.sinks[%s].slack.interactive are both set: give the buttons in one place" (toString .name)) -}}
+{{- end -}}
+{{- $in := dict "appToken" (dict "file" (printf "%s/app-token" (include "herald.appTokenDir" $))) -}}
+{{- with $inter.allow -}}
+{{- $_ := set $in "allow" (deepCopy .) -}}
+{{- end -}}
+{{- $_ := set .slack "interactive" $in -}}
+{{- end -}}
+{{- end -}}
+{{- if not $found -}}
+{{- fail (printf "slack.interactive.sink=%s: no sink of that name in config.sinks" (toString $inter.sink)) -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $cfg -}}
+{{- end -}}
+
+{{/* Where the Slack app-level token (slack.interactive) is mounted. */}}
+{{- define "herald.appTokenDir" -}}/var/run/secrets/herald/slack-interactive{{- end -}}
+
+{{/* Whether herald's configuration has Slack buttons (any sink's
+slack.interactive, from slack.interactive.enabled or written in
+config.sinks): "true" or "". */}}
+{{- define "herald.interactive" -}}
+{{- range (include "herald.config" . | fromYaml).sinks -}}
+{{- if and .slack .slack.interactive -}}true{{- end -}}
+{{- end -}}
 {{- end -}}
