@@ -77,6 +77,10 @@ func (c silenceClient) Create(ctx context.Context, obj *unstructured.Unstructure
 	return c.dyn.Resource(silence.Resource).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
 }
 
+func (c silenceClient) Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	return c.dyn.Resource(silence.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
 func (c silenceClient) Delete(ctx context.Context, namespace, name string) error {
 	return c.dyn.Resource(silence.Resource).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 }

@@ -109,11 +109,18 @@ type Incidents interface {
 	Acks() incident.Acks
 }
 
-// Silences creates and deletes Silence resources.
+// Silences creates, reads and deletes Silence resources.
 type Silences interface {
 	Create(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
 	Delete(ctx context.Context, namespace, name string) error
 }
+
+// Labels of the Silences a press creates.
+const (
+	LabelCreatedVia = "herald.io/created-via"
+	LabelIncident   = "herald.io/incident"
+)
 
 // Options wire an Executor.
 type Options struct {
@@ -184,6 +191,11 @@ func (x *Executor) silence(ctx context.Context, p Press, inc incident.Incident, 
 		return Result{Outcome: Refused, Say: "Incident " + inc.ID + " has resolved: nothing to silence."}
 	}
 	ns := inc.Object.Namespace
+	if inc.MutedBy != "" {
+		// One mute at a time: pressing again (or a hundred times) must
+		// not pile up Silences.
+		return Result{Outcome: Already, Say: "Incident " + inc.ID + " is already muted by " + inc.MutedBy + "."}
+	}
 	if ns == "" {
 		return Result{Outcome: Refused, Say: fmt.Sprintf("%s has no namespace: silencing it takes a ClusterSilence, which herald does not create from Slack (herald silence create --incident %s --all-namespaces --for 1h).", inc.Object.Kind+" "+inc.Object.Name, inc.ID)}
 	}
@@ -200,7 +212,7 @@ func (x *Executor) silence(ctx context.Context, p Press, inc incident.Incident, 
 	}
 	comment := fmt.Sprintf("Silenced from Slack %s (incident %s)", how, inc.ID)
 	obj, err := silence.NewSilence(ns, SilenceName(p.Key), m, now, end, comment, p.Actor.By(),
-		map[string]string{"app.kubernetes.io/managed-by": "herald", "herald.io/created-via": p.Actor.Via})
+		map[string]string{"app.kubernetes.io/managed-by": "herald", LabelCreatedVia: p.Actor.Via, LabelIncident: inc.ID})
 	if err != nil {
 		return Result{Outcome: Failed, Say: "herald could not make the silence: " + err.Error()}
 	}
@@ -224,7 +236,18 @@ func (x *Executor) unsilence(ctx context.Context, p Press, inc incident.Incident
 	case !ok || ns != inc.Object.Namespace:
 		return Result{Outcome: Refused, Say: "Incident " + inc.ID + " is muted by " + inc.MutedBy + ", which a button does not end (kubectl, or herald silence)."}
 	}
-	err := x.opts.Silences.Delete(ctx, ns, name)
+	// Only a silence a button made: one written by hand (a maintenance,
+	// another team's) is ended where it was made, by whoever may.
+	s, err := x.opts.Silences.Get(ctx, ns, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return Result{Outcome: Already, Say: "Silence " + ref + " is already gone."}
+	case err != nil:
+		return Result{Outcome: Failed, Say: "herald could not read silence " + ref + ": " + apiReason(err)}
+	case s.GetLabels()[LabelCreatedVia] != p.Actor.Via:
+		return Result{Outcome: Refused, Say: "Silence " + ref + " was not made from " + p.Actor.Via + ", so a button does not end it: kubectl delete silence -n " + ns + " " + name + " (or herald silence), if you may."}
+	}
+	err = x.opts.Silences.Delete(ctx, ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return Result{Outcome: Already, Say: "Silence " + ref + " is already gone."}
