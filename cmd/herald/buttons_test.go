@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -248,6 +250,13 @@ func TestSlackButtons(t *testing.T) {
 		}
 		if n := pdActions(pd, "acknowledge"); n != 1 {
 			t.Errorf("PagerDuty acknowledge events after the restart: %d, want 1", n)
+		}
+		// herald incidents says who took it on.
+		kc := filepath.Join(t.TempDir(), "kubeconfig")
+		env.WriteKubeconfig(kc)
+		var stdout, stderr bytes.Buffer
+		if code := runMain(ctx, []string{"incidents", "--kubeconfig", kc, "--namespace", "default"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "acknowledged by bob") {
+			t.Errorf("herald incidents (exit %d) does not say who acknowledged:\n%s%s", code, stdout.String(), stderr.String())
 		}
 	})
 

@@ -42,6 +42,8 @@ type openIncident struct {
 	// notifications back (until MutedUntil, when known).
 	MutedBy    string     `json:"mutedBy,omitempty"`
 	MutedUntil *time.Time `json:"mutedUntil,omitempty"`
+	// Acknowledged: who took it on (a Slack button), and when.
+	Acknowledged *incident.Ack `json:"acknowledged,omitempty"`
 }
 
 // cmdIncidents prints the open incidents of a running herald's ledger. It
@@ -130,7 +132,7 @@ func openIncidents(incs []incident.Incident) []openIncident {
 		if !inc.HeldUntil.IsZero() {
 			o.HeldUntil = &inc.HeldUntil
 		}
-		o.MutedBy = inc.MutedBy
+		o.MutedBy, o.Acknowledged = inc.MutedBy, inc.Ack
 		if !inc.MutedUntil.IsZero() {
 			o.MutedUntil = &inc.MutedUntil
 		}
@@ -173,6 +175,9 @@ func printIncidents(w io.Writer, open []openIncident, now time.Time) {
 				muted += " for " + o.MutedUntil.Sub(now).Round(time.Second).String()
 			}
 			state = append(state, muted)
+		}
+		if a := o.Acknowledged; a != nil {
+			state = append(state, "acknowledged by "+cmp.Or(a.Name, a.By)+" "+age(a.At)+" ago")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Rule, o.Severity, o.Object, cmp.Or(o.Container, "-"), cmp.Or(o.Pods, "-"),
 			age(o.Since), last, cmp.Or(strings.Join(o.PendingSinks, ","), "-"), cmp.Or(strings.Join(state, ", "), "firing"))
