@@ -57,19 +57,7 @@ func TestChartRBACIsEnough(t *testing.T) {
 	bin := buildHerald(t)
 	// run starts the herald binary as the ServiceAccount with cfg.
 	run := func(name, cfg string) (*exec.Cmd, *syncBuffer, chan error) {
-		path := dir + "/" + name + ".yaml"
-		os.WriteFile(path, []byte(cfg), 0o600)
-		logs := &syncBuffer{}
-		cmd := exec.Command(bin, "run", "--config", path, "--kubeconfig", saKubeconfig, "--namespace", "herald",
-			"--lease-name", "herald", "--log-format", "text", "--metrics-addr", "127.0.0.1:0")
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		t.Cleanup(func() { cmd.Process.Kill() })
-		return cmd, logs, done
+		return runHeraldAs(t, bin, saKubeconfig, dir+"/"+name+".yaml", cfg)
 	}
 
 	cmd, out, done := run("chart", chartConfig)
@@ -136,6 +124,25 @@ func TestChartRBACIsEnough(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("herald kept running without permission for PersistentVolumeClaims:\n%s", badOut)
 	}
+}
+
+// runHeraldAs starts the herald binary with cfg (written to path) as
+// the user of kubeconfig, in namespace herald; it is killed at the end of
+// the test.
+func runHeraldAs(t *testing.T, bin, kubeconfig, path, cfg string) (*exec.Cmd, *syncBuffer, chan error) {
+	t.Helper()
+	os.WriteFile(path, []byte(cfg), 0o600)
+	logs := &syncBuffer{}
+	cmd := exec.Command(bin, "run", "--config", path, "--kubeconfig", kubeconfig, "--namespace", "herald",
+		"--lease-name", "herald", "--log-format", "text", "--metrics-addr", "127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, logs, done
 }
 
 func ptrTo[T any](v T) *T { return &v }

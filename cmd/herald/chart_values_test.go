@@ -120,6 +120,30 @@ func TestChartValuesRenderValidConfig(t *testing.T) {
 				t.Error("no catch-all route")
 			}
 		}},
+		{"slack.interactive: buttons on the slack sink, the allow list as given", []string{
+			"--set", "slack.interactive.enabled=true",
+			"--set-json", `routes=[{"name":"shop","match":{"namespaces":["shop-*"]},"to":[{"sink":"slack"}]},{"name":"all","to":[{"sink":"slack"}]}]`,
+			"--set-json", `slack.interactive.allow=[{"namespaces":["shop-*"],"routes":["shop"],"silence":["S0ONCALL1","U0ANA123"]},{"acknowledge":["S0ONCALL1"]}]`,
+		}, func(t *testing.T, cfg *config.Config) {
+			in := sinkNamed(t, cfg, "slack").Slack.Interactive
+			if in == nil || in.AppToken == nil || in.AppToken.File != "/var/run/secrets/herald/slack-interactive/app-token" {
+				t.Fatalf("interactive %+v: want the app-level token from the chart's mount", in)
+			}
+			for _, c := range []struct {
+				action, namespace, route string
+				want                     []string
+			}{
+				{"silence", "shop-eu", "shop", []string{"S0ONCALL1", "U0ANA123"}},
+				{"silence", "shop-eu", "all", nil}, // the second entry leaves silencing to the default: nobody
+				{"acknowledge", "shop-eu", "shop", []string{"*"}},
+				{"acknowledge", "batch", "all", []string{"S0ONCALL1"}},
+				{"moreLogs", "batch", "all", []string{"*"}},
+			} {
+				if got := in.Allowed(c.action, c.namespace, c.route); !slices.Equal(got, c.want) {
+					t.Errorf("%s in %s by route %s: %v, want %v", c.action, c.namespace, c.route, got, c.want)
+				}
+			}
+		}},
 		{"config.clusterName wins over clusterName", []string{"--set", "clusterName=prod-eu", "--set", "config.clusterName=prod-eu-2"}, func(t *testing.T, cfg *config.Config) {
 			if cfg.ClusterName != "prod-eu-2" {
 				t.Errorf("clusterName %q, want config's prod-eu-2", cfg.ClusterName)
