@@ -24,8 +24,8 @@ const ChangedTitle = "What changed"
 const MaxChangeLines = 10
 
 // Changed is the section n's message shows, or nil: an open incident's
-// (firing, updated, repeat, the notification that says a mute ended),
-// where the crash context shows. A resolved or muted message says only
+// (firing, updated, repeat, acknowledged, the notification that says a
+// mute ended), where the crash context shows. A resolved or muted message says only
 // how it ended or until when, and a digest lists incidents.
 func Changed(n incident.Notification) *incident.Changes {
 	c := n.Changes

@@ -32,7 +32,7 @@ func rollout() *incident.Changes {
 // muted or digest one, nor when it has nothing to say.
 func TestChangedOnOpenNotifications(t *testing.T) {
 	for tr, want := range map[incident.Transition]bool{incident.Firing: true, incident.Updated: true, incident.Repeat: true,
-		incident.Resolved: false, incident.Silenced: false, incident.Digest: false} {
+		incident.Acknowledged: true, incident.Resolved: false, incident.Silenced: false, incident.Digest: false} {
 		n := incident.Notification{Transition: tr, Changes: rollout()}
 		if got := Changed(n) != nil; got != want {
 			t.Errorf("%s: shown %v, want %v", tr, got, want)

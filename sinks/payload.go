@@ -37,6 +37,10 @@ type Payload struct {
 	// Unmuted names what had muted the incident when this is the first
 	// notification since that mute ended (the last one said silenced).
 	Unmuted string `json:"unmuted,omitempty"`
+	// Ack says who acknowledged the incident and when (Slack's
+	// Acknowledge button): on the acknowledged notification and on every
+	// later one of the incident.
+	Ack *PayloadAck `json:"ack,omitempty"`
 	// Context is the crash context: log lines, events, node, hint
 	// (docs/payload.md).
 	Context *incident.Context `json:"context,omitempty"`
@@ -65,6 +69,15 @@ type PayloadIncident struct {
 	// Ended says how a resolved incident ended: "recovered" (the object
 	// no longer has the problem) or "deleted" (it is gone).
 	Ended string `json:"ended,omitempty"`
+}
+
+// PayloadAck is who took the incident on. By is the actor as herald
+// knows it ("slack:U0123ABC"), Name their name for people (a Slack
+// display name: written by them, escape it like any cluster text).
+type PayloadAck struct {
+	By   string    `json:"by"`
+	Name string    `json:"name,omitempty"`
+	At   time.Time `json:"at"`
 }
 
 // PayloadObject names the Kubernetes object.
@@ -98,6 +111,10 @@ func NewPayload(n incident.Notification) Payload {
 		return p
 	}
 	inc := n.Incident
+	var ack *PayloadAck
+	if a := inc.Ack; a != nil {
+		ack = &PayloadAck{By: a.By, Name: a.Name, At: a.At.UTC()}
+	}
 	return Payload{
 		Version:    PayloadVersion,
 		ID:         n.ID(),
@@ -115,6 +132,7 @@ func NewPayload(n incident.Notification) Payload {
 		Facts:     inc.Facts,
 		Change:    n.Change,
 		Unmuted:   n.Unmuted,
+		Ack:       ack,
 		Context:   n.Context,
 		Changes:   n.Changes,
 	}

@@ -83,6 +83,16 @@ func (p *Payload) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = appendOptional(b, `,"change":`, p.Change)
 	b = appendOptional(b, `,"unmuted":`, p.Unmuted)
+	if a := p.Ack; a != nil {
+		b = append(b, `,"ack":{"by":`...)
+		b = appendString(b, a.By)
+		b = appendOptional(b, `,"name":`, a.Name)
+		b = append(b, `,"at":`...)
+		if b, err = appendTime(b, a.At); err != nil {
+			return nil, err
+		}
+		b = append(b, '}')
+	}
 	if p.Context != nil {
 		b = append(b, `,"context":`...)
 		if b, err = appendContext(b, p.Context); err != nil {

@@ -79,6 +79,8 @@ func State(n incident.Notification, now time.Time) string {
 		return "resolved after " + Duration(Lasted(n, now)) + " (was " + inc.Reason + ")"
 	case n.Transition == incident.Silenced:
 		return What(inc) + ", muted"
+	case n.Transition == incident.Acknowledged:
+		return What(inc) + ", acknowledged"
 	case n.Unmuted != "":
 		return What(inc) + ", no longer muted"
 	case n.Transition == incident.Repeat:
@@ -203,9 +205,10 @@ func ChangeLine(n incident.Notification) string {
 	return n.Change
 }
 
-// Muted says what mutes the incident and until when: "Muted by silence
-// shop/deploy-checkout until 2026-11-22 02:00 UTC (in 1 h 48 min)";
-// nothing more is said until then unless it resolves.
+// Muted says what mutes the incident, who asked for it when someone did,
+// and until when: "Muted by silence shop/deploy-checkout (by alice) until
+// 2026-11-22 02:00 UTC (in 1 h 48 min)"; nothing more is said until then
+// unless it resolves.
 func Muted(n incident.Notification, now time.Time) string {
 	inc := n.Incident
 	if inc.MutedBy == "" {
@@ -215,6 +218,9 @@ func Muted(n incident.Notification, now time.Time) string {
 	s := "Muted by " + by
 	if rest, ok := strings.CutPrefix(by, incident.InhibitedBy); ok {
 		s = "Muted: explained by " + rest
+	}
+	if w := MutedWho(inc); w != "" {
+		s += " (by " + w + ")"
 	}
 	if inc.MutedUntil.IsZero() {
 		return s + ", while that lasts"
