@@ -70,6 +70,12 @@ func (s *Sink) alert(n incident.Notification) Alert {
 	note("runbook_url", inc.RunbookURL)
 	note("change", n.Change)
 	note("herald_incident", inc.ID)
+	if a := inc.Ack; a != nil {
+		// Who took it on, on every post while it is open (the alert is
+		// replaced whole, and the refresh restates the last one): an
+		// acknowledged incident is still firing, and stays so here.
+		note("acknowledged_by", ackedBy(*a))
+	}
 	if c := n.Context; c != nil {
 		note("hint", c.Hint)
 		if text := contextText(c); text != "" {
@@ -94,6 +100,16 @@ func (s *Sink) alert(n incident.Notification) Alert {
 		}
 	}
 	return a
+}
+
+// ackedBy is who acknowledged, for people and for tools: "ana
+// (slack:U0ANA)", or the actor alone when it has no name.
+func ackedBy(a incident.Ack) string {
+	name, by := sinks.AckName(a), strings.TrimSpace(a.By)
+	if by == "" || name == by {
+		return name
+	}
+	return name + " (" + by + ")"
 }
 
 // objectLabel is the label that names the incident's object: the kind,

@@ -94,8 +94,9 @@ type Link struct {
 }
 
 // Send implements sinks.Sink. firing, updated and repeat trigger (the
-// same dedup key updates the open alert); silenced acknowledges (someone
-// said they know); resolved resolves. A digest sends each of its
+// same dedup key updates the open alert); silenced and acknowledged
+// acknowledge (someone said they know, or took it on: PagerDuty stops
+// escalating); resolved resolves. A digest sends each of its
 // incidents: on a failure the whole digest is retried, which PagerDuty's
 // dedup keys make harmless.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
@@ -136,7 +137,7 @@ func (s *Sink) Event(n incident.Notification) Event {
 	case incident.Resolved:
 		e.EventAction = "resolve"
 		return e
-	case incident.Silenced:
+	case incident.Silenced, incident.Acknowledged:
 		e.EventAction = "acknowledge"
 		return e
 	}

@@ -54,7 +54,8 @@ func dispatch(t *testing.T, sink sinks.Sink, ns ...incident.Notification) {
 
 // TestTriggerUpdateAcknowledgeResolve: one incident's notifications are
 // one PagerDuty alert: triggered, triggered again with what changed,
-// acknowledged by a silence, resolved — every event valid by the Events
+// acknowledged by someone (Slack's button), acknowledged by a silence,
+// resolved — every event valid by the Events
 // API's schema and carrying the incident's ID as dedup key.
 func TestTriggerUpdateAcknowledgeResolve(t *testing.T) {
 	pd := oncalltest.NewPagerDuty(t)
@@ -62,7 +63,9 @@ func TestTriggerUpdateAcknowledgeResolve(t *testing.T) {
 	firing.Context = &incident.Context{Hint: "Exit code 1 is the program's own error.", Logs: &incident.Logs{Container: "api", Lines: []string{"panic: boom"}}}
 	updated := notification(incident.Updated, 2)
 	updated.Change = "restarts 5 → 10"
-	dispatch(t, newSink(t, pd.URL, routingKey), firing, updated, notification(incident.Silenced, 3), notification(incident.Resolved, 4))
+	acked := notification(incident.Acknowledged, 3)
+	acked.Incident.Ack = &incident.Ack{By: "slack:U0ANA", Name: "ana", At: acked.Time}
+	dispatch(t, newSink(t, pd.URL, routingKey), firing, updated, acked, notification(incident.Silenced, 4), notification(incident.Resolved, 5))
 
 	if inv := pd.Invalid(); len(inv) > 0 {
 		t.Fatalf("PagerDuty would reject: %v", inv)
@@ -78,8 +81,8 @@ func TestTriggerUpdateAcknowledgeResolve(t *testing.T) {
 			t.Errorf("%s has the wrong routing key", e.EventAction)
 		}
 	}
-	if got := strings.Join(actions, ","); got != "trigger,trigger,acknowledge,resolve" {
-		t.Fatalf("event actions = %s, want trigger,trigger,acknowledge,resolve", got)
+	if got := strings.Join(actions, ","); got != "trigger,trigger,acknowledge,acknowledge,resolve" {
+		t.Fatalf("event actions = %s, want trigger,trigger,acknowledge,acknowledge,resolve", got)
 	}
 	p := events[0].Payload
 	if !strings.HasPrefix(p.Summary, "prod-eu · shop/api-1: CrashLoopBackOff") || p.CustomDetails["cluster"] != "prod-eu" || p.Source != "prod-eu shop/pod/api-1" || p.Severity != "critical" || p.Class != "CrashLoopBackOff" {

@@ -10,7 +10,8 @@ import (
 
 // TestBodyTemplates: body templates run on text/template with bodyFuncs;
 // each renders exactly this for the sample notifications (firing at
-// 2026-01-02 03:04:05 UTC, resolved ten minutes later, a digest of one).
+// 2026-01-02 03:04:05 UTC, acknowledged three minutes later, resolved ten
+// minutes later, a digest of one).
 // Methods of the payload's values are callable, a time's among them.
 func TestBodyTemplates(t *testing.T) {
 	samples := map[incident.Transition]sinks.Payload{}
@@ -39,6 +40,9 @@ func TestBodyTemplates(t *testing.T) {
 		{"what changed, and its undo", `{{ with .Changes }}{"lines": {{ json .Lines }}, "undo": {{ json .Undo }}}{{ else }}null{{ end }}`, incident.Firing,
 			`{"lines": ["Rolled out 4 min before (revision 7, by argocd): image api: shop/api:1.8.2 → 1.9.0; env DB_POOL changed; change-cause: deploy \"v1.9\" \\ ünïcødé"], "undo": "kubectl rollout undo deployment/api -n shop --to-revision=6"}`},
 		{"no section: with skips it", `{{ with .Changes }}{{ json .Lines }}{{ else }}null{{ end }}`, incident.Resolved, `null`},
+		{"who acknowledged it", `{{ with .Ack }}{"by": {{ json .By }}, "name": {{ json .Name }}, "at": {{ json (.At.Format "15:04") }}}{{ else }}null{{ end }}`, incident.Acknowledged,
+			`{"by": "slack:U0123ABC", "name": "ana \"on call\" \\ ünïcødé", "at": "03:07"}`},
+		{"nobody yet: with skips it", `{{ with .Ack }}{{ json .By }}{{ else }}null{{ end }}`, incident.Firing, `null`},
 		{"a digest's incidents", `{"n": {{ len .Digest }}, "names": [{{ range $i, $d := .Digest }}{{ if $i }},{{ end }}{{ json $d.Object.Name }}{{ end }}]}`, incident.Digest, `{"n": 1, "names": ["api-7d9f-x2k4"]}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +80,9 @@ func TestBodyTemplateErrors(t *testing.T) {
 		// that does not take it with "with" fails at load, not at the
 		// first resolution.
 		{src: `{"a": {{ json .Changes.Lines }}}`, line: 1, col: 22, msg: "nil pointer evaluating *incident.Changes.Lines (rendering a sample resolved notification)"},
+		// Nobody has acknowledged the sample firing: a template that
+		// does not take ack with "with" fails at load.
+		{src: `{"a": {{ json .Ack.By }}}`, line: 1, col: 18, msg: "nil pointer evaluating *sinks.PayloadAck.By (rendering a sample firing notification)"},
 	} {
 		_, err := CompileBody(tt.src)
 		te, ok := err.(*TemplateError)

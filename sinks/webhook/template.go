@@ -170,7 +170,8 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 // SampleNotifications are what a body template is tried on at load: a
 // crash loop firing with crash context, what changed just before and text
 // that breaks naive JSON (quotes, backslashes, newlines, non-ASCII), its
-// resolution (with neither), and a digest. Tests render documented templates on them too.
+// acknowledgement (who took it on), its resolution (with neither context
+// nor what changed), and a digest. Tests render documented templates on them too.
 func SampleNotifications() []incident.Notification {
 	first := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	inc := incident.Incident{
@@ -198,7 +199,13 @@ func SampleNotifications() []incident.Notification {
 		Lines: []string{`Rolled out 4 min before (revision 7, by argocd): image api: shop/api:1.8.2 → 1.9.0; env DB_POOL changed; change-cause: deploy "v1.9" \ ünïcødé`},
 	}
 	firing := incident.Notification{Incident: inc, Transition: incident.Firing, Seq: 1, Time: first, Context: ctx, Changes: changes}
-	resolved := incident.Notification{Incident: inc, Transition: incident.Resolved, Seq: 2, Time: first.Add(10 * time.Minute)}
+	// Acknowledged from Slack, by someone whose display name is theirs
+	// to write: a template must take ack with "with" (no other sample
+	// has one).
+	acked := incident.Notification{Incident: inc, Transition: incident.Acknowledged, Seq: 2, Time: first.Add(3 * time.Minute), Changes: changes}
+	acked.Incident.Ack = &incident.Ack{By: "slack:U0123ABC", Name: `ana "on call" \ ünïcødé`, At: acked.Time}
+	resolved := incident.Notification{Incident: inc, Transition: incident.Resolved, Seq: 3, Time: first.Add(10 * time.Minute)}
+	resolved.Incident.Ack = acked.Incident.Ack
 	digest := incident.Notification{Incident: incident.Incident{Sinks: inc.Sinks}, Transition: incident.Digest, Time: first, Digest: []incident.Notification{firing}}
-	return []incident.Notification{firing, resolved, digest}
+	return []incident.Notification{firing, acked, resolved, digest}
 }
