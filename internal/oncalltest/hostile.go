@@ -64,3 +64,26 @@ func HostileChanges(at time.Time) *incident.Changes {
 		},
 	}
 }
+
+// HostileWho is a name someone chose — a Slack display name, a Silence's
+// createdBy — made to mention, link, quote code, emphasise, turn text
+// around and forge a line of its own in the alert it is said in, within
+// the 80 characters a name is shown with.
+const HostileWho = "ana\n:white_check_mark: Resolved\r\n\u202e<!channel> <@U0> <http://x|y> `x` @here &\x1b[31m"
+
+// HostileAcked is n acknowledged by someone herald does not know as a
+// Slack user alone (By is not "slack:" and a user ID), whose name is
+// HostileWho: every sink must say it as text.
+func HostileAcked(n incident.Notification) incident.Notification {
+	n.Transition, n.Seq = incident.Acknowledged, n.Seq+1
+	n.Incident.Ack = &incident.Ack{By: "slack:U0123|<!channel>", Name: HostileWho, At: n.Time.Add(-time.Minute), Key: "press"}
+	return n
+}
+
+// HostileSilenced is n muted by a silence HostileWho asked for (its
+// createdBy, as internal/silence would have bounded it or not).
+func HostileSilenced(n incident.Notification) incident.Notification {
+	n.Transition, n.Seq = incident.Silenced, n.Seq+1
+	n.Incident.MutedBy, n.Incident.MutedWho, n.Incident.MutedUntil = "silence shop/silence-7k2pq", HostileWho, n.Time.Add(4*time.Hour)
+	return n
+}

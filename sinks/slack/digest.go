@@ -18,6 +18,12 @@ import (
 func ThreadNote(n incident.Notification, now time.Time) string {
 	var s string
 	switch {
+	case n.Transition == incident.Acknowledged && n.Incident.Ack != nil:
+		// Said as it happens: who, as a mention (ackWho, escaped
+		// already), needs no "0 s ago".
+		return ":raised_hand: Acknowledged by " + ackWho(*n.Incident.Ack) + "."
+	case n.Transition == incident.Acknowledged:
+		s = ":raised_hand: Acknowledged."
 	case n.Transition == incident.Resolved:
 		s = ":white_check_mark: " + sinks.Resolution(n, now) + "."
 	case n.Transition == incident.Repeat:
@@ -72,7 +78,7 @@ func renderDigest(title string, ns []incident.Notification, cluster string) Mess
 	var section strings.Builder
 	shown := 0
 	for _, n := range ns {
-		state := map[incident.Transition]string{incident.Resolved: "resolved: ", incident.Updated: "updated: ", incident.Silenced: "muted: "}[n.Transition]
+		state := map[incident.Transition]string{incident.Resolved: "resolved: ", incident.Updated: "updated: ", incident.Silenced: "muted: ", incident.Acknowledged: "acknowledged: "}[n.Transition]
 		line := fmt.Sprintf("%s %s*%s*: %s", emoji(n), state, escape(sinks.Where(n.Incident)), escape(sinks.What(n.Incident)))
 		if d := sinks.Detail(n.Incident); d != "" && n.Transition != incident.Resolved {
 			line += " — " + escape(d)

@@ -115,17 +115,35 @@ func mentions(n incident.Notification) string {
 	return strings.Join(out, " ")
 }
 
-// Render builds the message for one notification: what the incident is
-// now (the message is edited in place as it evolves). The first screen
+// RenderOptions say how a message is rendered, beyond its notification.
+type RenderOptions struct {
+	// Cluster leads the header and the push text (clusterName).
+	Cluster string
+	// Buttons ends an open or muted incident's message with herald's
+	// buttons (actions.go): for a Slack app whose presses reach herald
+	// (a bot token and Socket Mode), never through an incoming webhook.
+	Buttons bool
+}
+
+// Render builds the message for one notification, without buttons:
+// RenderWith with only the cluster.
+func Render(n incident.Notification, cluster string, now time.Time) Message {
+	return RenderWith(n, now, RenderOptions{Cluster: cluster})
+}
+
+// RenderWith builds the message for one notification: what the incident
+// is now (the message is edited in place as it evolves). The first screen
 // says who and what in the header, then the one sentence that matters,
 // the hint, the last log lines and what changed just before; fields only
-// hold what is not said above them; events, termination message and links come after.
-func Render(n incident.Notification, cluster string, now time.Time) Message {
+// hold what is not said above them; events, termination message and
+// links come after, then the buttons (with o.Buttons) and the footer.
+func RenderWith(n incident.Notification, now time.Time, o RenderOptions) Message {
 	inc := n.Incident
+	cluster := o.Cluster
 	headline := sinks.Headline(n, cluster, now)
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, truncate(headline, maxHeader), true, false)),
-		slack.NewSectionBlock(mrkdwn(truncate(lead(n, now), maxSection)), nil, nil),
+		slack.NewSectionBlock(mrkdwn(lead(n, now)), nil, nil),
 	}
 	if m := mentions(n); m != "" {
 		// A block of its own: text from the cluster, however long, cut
@@ -154,6 +172,11 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(truncate(strings.Join(links, " · "), maxSection))))
 		}
 	}
+	if o.Buttons {
+		if b := actionsBlock(n); b != nil {
+			blocks = append(blocks, b)
+		}
+	}
 	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("herald · rule `%s` · %s · %s", inline(inc.Rule), n.Transition, n.ID()))))
 	return Message{
 		Text:     truncate(escape(headline), maxSection),
@@ -162,13 +185,17 @@ func Render(n incident.Notification, cluster string, now time.Time) Message {
 	}
 }
 
-// lead is the message's first section: the state and the one sentence
-// that says what happened.
+// lead is the message's first section, within a section's limit: the
+// state and the one sentence that says what happened; on an
+// acknowledged incident's, who took it on, which no text from the
+// cluster, however long, can cut off.
 func lead(n incident.Notification, now time.Time) string {
 	inc := n.Incident
 	detail := escape(sinks.Detail(inc))
 	var lines []string
 	switch {
+	case n.Transition == incident.Acknowledged:
+		lines = append(lines, ":raised_hand: *"+acked(n, now)+"*", emoji(n)+" "+detail)
 	case n.Transition == incident.Resolved:
 		lines = append(lines, emoji(n)+" *"+escape(sinks.ResolvedLead(n, now))+"*")
 	case n.Transition == incident.Silenced:
@@ -192,7 +219,32 @@ func lead(n incident.Notification, now time.Time) string {
 			out = append(out, l)
 		}
 	}
-	return strings.Join(out, "\n")
+	text := strings.Join(out, "\n")
+	if n.Transition == incident.Acknowledged || n.Transition == incident.Resolved || inc.Ack == nil {
+		return truncate(text, maxSection)
+	}
+	ack := ":raised_hand: " + acked(n, now)
+	return truncate(text, maxSection-utf8.RuneCountInString(ack)-1) + "\n" + ack
+}
+
+// acked says who acknowledged n's incident and when, with them as Slack
+// shows them (ackWho); "Acknowledged" alone when the ledger lost who.
+func acked(n incident.Notification, now time.Time) string {
+	a := n.Incident.Ack
+	if a == nil {
+		return "Acknowledged"
+	}
+	return sinks.AckedBy(ackWho(*a), *a, now)
+}
+
+// ackWho is who acknowledged, for mrkdwn: a mention when herald knows
+// them as a Slack user ("slack:" and a user ID, nothing else: Slack shows
+// their name and no one is notified by an edit), else their name escaped.
+func ackWho(a incident.Ack) string {
+	if id, ok := strings.CutPrefix(a.By, "slack:"); ok && slackID.MatchString(id) && id[0] != 'S' {
+		return "<@" + id + ">"
+	}
+	return escape(sinks.AckName(a))
 }
 
 // fields are the facts the header and the lead do not already say.

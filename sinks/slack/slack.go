@@ -38,6 +38,10 @@ type Options struct {
 	ClusterName string
 	Refs        RefStore
 	Timeout     time.Duration
+	// Interactive: the operator configured Socket Mode, so presses of
+	// herald's buttons reach it; with a bot token, messages about open
+	// incidents then carry them (actions.go). Off: no buttons.
+	Interactive bool
 }
 
 // Sink is a Slack sink.
@@ -88,7 +92,7 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if n.Transition == incident.Digest {
 		return s.postDigest(ctx, s.channel(n), RenderStartup(n, s.opts.ClusterName))
 	}
-	msg := Render(n, s.opts.ClusterName, s.now())
+	msg := RenderWith(n, s.now(), RenderOptions{Cluster: s.opts.ClusterName, Buttons: s.opts.Interactive && s.api != nil})
 	if s.api == nil {
 		return s.postWebhook(ctx, msg)
 	}
