@@ -3,6 +3,7 @@
 package stdout
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -78,6 +79,8 @@ func Format(n incident.Notification, cluster string, now time.Time) string {
 		}
 	case n.Transition == incident.Silenced:
 		text += " — " + sinks.Muted(n, now)
+	case n.Transition == incident.Acknowledged:
+		text += " — " + cmp.Or(sinks.Acked(n, now), "Acknowledged") + withDetail(inc)
 	case n.Unmuted != "":
 		text += " — " + n.Unmuted + " ended" + withDetail(inc)
 	default:
@@ -85,6 +88,9 @@ func Format(n incident.Notification, cluster string, now time.Time) string {
 			text += " — " + n.Change // the headline says only what it is now
 		}
 		text += withDetail(inc)
+	}
+	if a := sinks.Acked(n, now); a != "" && n.Transition != incident.Acknowledged {
+		text += " — " + a // who took it on: said while it is open
 	}
 	route := ""
 	if inc.Route != "" {

@@ -1,6 +1,7 @@
 package teams
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -157,7 +158,12 @@ func lead(n incident.Notification, now time.Time) []line {
 			out = append(out, line{s, style})
 		}
 	}
+	acked := sinks.Acked(n, now) // who took it on: "" once resolved
 	switch {
+	case n.Transition == incident.Acknowledged:
+		add("✋ "+cmp.Or(acked, "Acknowledged"), map[string]any{"weight": "Bolder"})
+		add(detail, nil)
+		acked = "" // said first
 	case n.Transition == incident.Resolved:
 		add("✅ "+sinks.ResolvedLead(n, now), map[string]any{"weight": "Bolder", "color": "Good"})
 	case n.Transition == incident.Silenced:
@@ -176,6 +182,9 @@ func lead(n incident.Notification, now time.Time) []line {
 	}
 	if c := sinks.Covers(inc); c != "" && n.Transition != incident.Resolved {
 		add(c, map[string]any{"isSubtle": true})
+	}
+	if acked != "" {
+		add("✋ "+acked, map[string]any{"isSubtle": true})
 	}
 	return out
 }

@@ -17,7 +17,8 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestHostileTextGolden: a notification whose every field is full of
 // chat markup (oncalltest.HostileText) renders to exactly the escaped
-// card of testdata/hostile.golden.json, and a digest of it too; and
+// card of testdata/hostile.golden.json, and a digest of it too, and its
+// acknowledgement and silence by people whose names are markup too; and
 // however the golden file is rewritten, no text the card renders as
 // Markdown (text blocks, monospace ones included, fact titles and values)
 // holds a character that formats, links or mentions without its
@@ -26,7 +27,13 @@ func TestHostileTextGolden(t *testing.T) {
 	firing := oncalltest.Hostile()
 	digest := incident.Notification{Transition: incident.Digest, Time: firing.Time, Digest: []incident.Notification{firing}}
 	now := firing.Time.Add(time.Minute)
-	out := map[string]any{"firing": card(firing, "prod-eu", full, now), "digest": card(digest, "prod-eu", full, now)}
+	// Who acknowledged it and who asked for its silence: names anyone
+	// chooses (oncalltest.HostileWho).
+	acked, silenced := oncalltest.HostileAcked(firing), oncalltest.HostileSilenced(firing)
+	later := acked
+	later.Transition = incident.Updated
+	out := map[string]any{"firing": card(firing, "prod-eu", full, now), "digest": card(digest, "prod-eu", full, now),
+		"acknowledged": card(acked, "prod-eu", full, now), "updatedAfterAck": card(later, "prod-eu", full, now), "silencedBy": card(silenced, "prod-eu", full, now)}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
