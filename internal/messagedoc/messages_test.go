@@ -27,6 +27,13 @@ the message. Slack's and Teams' markup is shown as they display it
 button); a terminal shows the stdout sink's lines as they are. The JSON
 payload of webhooks and NATS is in [payload.md](payload.md).
 
+A Slack message below that ends with buttons ([ Silence 1 h ] …) is
+as a Slack app with Socket Mode (the sink's ` + "`interactive`" + `) posts it:
+an open incident's offers Silence 1 h, Silence 4 h, Silence until
+resolved, Acknowledge (until someone has) and More logs (when it names a
+container); a muted one's, Unsilence. Without Socket Mode the same
+message has no buttons.
+
 Every message leads with the cluster (the top-level ` + "`clusterName`" + `) and
 the object, then what happened; the first screen holds the one sentence
 that says why, the hint, the last log lines and what changed in the
@@ -54,13 +61,16 @@ func TestMessagesDoc(t *testing.T) {
 			m := slack.RenderStartup(s.Note, oncalltest.SampleCluster)
 			push, msg = m.Text, slackMessage(m.Blocks)
 		} else {
-			m := slack.Render(s.Note, oncalltest.SampleCluster, s.Now)
+			m := slack.RenderWith(s.Note, s.Now, slack.RenderOptions{Cluster: oncalltest.SampleCluster, Buttons: s.Buttons})
 			push, msg = m.Text, slackMessage(m.Blocks)
 			if s.Note.Transition != incident.Firing {
 				msg += "\n\n(in the thread) " + slackSeen(slack.ThreadNote(s.Note, s.Now))
 			}
 		}
 		fmt.Fprintf(&b, "\n### Slack\n\nPush: %s\n\n```text\n%s\n```\n", "`"+slackSeen(push)+"`", msg)
+		if s.SlackOnly {
+			continue // Teams and a terminal say what they say for another sample
+		}
 
 		body, err := teams.Render(s.Note, oncalltest.SampleCluster, s.Now)
 		if err != nil {

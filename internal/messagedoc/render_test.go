@@ -15,6 +15,7 @@ var slackEmoji = strings.NewReplacer(
 	":red_circle:", "🔴", ":large_orange_circle:", "🟠", ":large_blue_circle:", "🔵", ":white_check_mark:", "✅",
 	":mute:", "🔇", ":loud_sound:", "🔊", ":arrows_counterclockwise:", "🔄", ":repeat:", "🔁", ":bulb:", "💡",
 	":warning:", "⚠️", ":small_blue_diamond:", "🔹", ":book:", "📖", ":link:", "🔗", ":grey_question:", "❔",
+	":raised_hand:", "✋",
 )
 
 var (
@@ -60,7 +61,10 @@ func slackMessage(blocks any) string {
 		Type     string
 		Text     *struct{ Text string }
 		Fields   []struct{ Text string }
-		Elements []struct{ Text string }
+		Elements []struct {
+			Type string
+			Text json.RawMessage // a context's mrkdwn, or a button's plain_text object
+		}
 	}
 	json.Unmarshal(raw, &bs)
 	var lines []string
@@ -77,9 +81,19 @@ func slackMessage(blocks any) string {
 				fs = append(fs, slackSeen(title)+": "+slackSeen(value))
 			}
 			lines = append(lines, strings.Join(fs, " │ "))
+		case b.Type == "actions":
+			var buttons []string
+			for _, e := range b.Elements {
+				var label struct{ Text string }
+				json.Unmarshal(e.Text, &label)
+				buttons = append(buttons, "[ "+label.Text+" ]")
+			}
+			lines = append(lines, strings.Join(buttons, " "))
 		default:
 			for _, e := range b.Elements {
-				lines = append(lines, slackSeen(e.Text))
+				var text string
+				json.Unmarshal(e.Text, &text)
+				lines = append(lines, slackSeen(text))
 			}
 		}
 	}

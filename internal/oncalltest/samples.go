@@ -20,6 +20,12 @@ type Sample struct {
 	Note  incident.Notification
 	// Now is when it is rendered: durations count to it.
 	Now time.Time
+	// Buttons: Slack renders it as a Slack app with Socket Mode posts it,
+	// with herald's buttons; the other sinks as always.
+	Buttons bool
+	// SlackOnly: only Slack renders it (the other sinks say the same as
+	// for another sample).
+	SlackOnly bool
 }
 
 // SampleCluster is the samples' clusterName.
@@ -116,6 +122,8 @@ func Samples() []Sample {
 		"resolved-deleted": "Resolved: the object was deleted", "silenced": "Muted (silenced)", "unmuted": "Unmuted",
 		"grouped": "Grouped workload", "grouped-updated": "Grouped workload, updated", "image-pull": "Image pull", "config-error": "Missing Secret or ConfigMap",
 		"inhibiting": "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
+		"firing-buttons": "Firing, from a Slack app with buttons", "acknowledged": "Acknowledged",
+		"updated-acknowledged": "Updated, after an acknowledgement", "silenced-from-slack": "Muted from Slack",
 	}
 	add := func(name, about string, n incident.Notification) {
 		out = append(out, Sample{Name: name, Title: titles[name], About: about, Note: n, Now: n.Time})
@@ -124,6 +132,8 @@ func Samples() []Sample {
 	firing := crash(crashIncident(), incident.Firing, 1, at(12*time.Minute))
 	firing.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", firing.Time)
 	add("firing", "a new incident, with its crash context and what changed just before: a rollout, and how to undo it", firing)
+	add("firing-buttons", "the same firing from a Slack app with Socket Mode (`interactive`): buttons to silence it, acknowledge it and read more of its logs", firing)
+	out[len(out)-1].Buttons, out[len(out)-1].SlackOnly = true, true
 
 	inc := crashIncident()
 	inc.Facts["restartCount"] = "25"
@@ -133,6 +143,23 @@ func Samples() []Sample {
 	add("updated", "it changed materially (paced: one update may merge many changes)", updated)
 
 	add("repeat", "still firing after the rule's repeat interval", crash(inc, incident.Repeat, 3, at(3*time.Hour+20*time.Minute)))
+
+	// Someone pressed Acknowledge in Slack at 14 min: every sink hears
+	// of it, and each later message of the incident says it.
+	ana := &incident.Ack{By: "slack:U0ANA", Name: "ana", At: at(14 * time.Minute), Key: "press-1"}
+	acked := crash(crashIncident(), incident.Acknowledged, 2, ana.At)
+	acked.Incident.Ack = ana
+	add("acknowledged", "someone took the incident on (Slack's Acknowledge button): no more repeats; updates and the resolution still come", acked)
+	out[len(out)-1].Buttons, out[len(out)-1].Now = true, ana.At.Add(5*time.Second)
+
+	inc = crashIncident()
+	inc.Facts["restartCount"] = "25"
+	inc.Text = "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app: restarted 25 times, last exit code 1 (Error)"
+	inc.Ack = ana
+	ackedUpdate := crash(inc, incident.Updated, 3, at(40*time.Minute))
+	ackedUpdate.Change = "restarts 5 → 25"
+	add("updated-acknowledged", "an update of an acknowledged incident says who is on it", ackedUpdate)
+	out[len(out)-1].Buttons = true
 
 	inc = crashIncident()
 	inc.ResolvedAt, inc.Ended = at(42*time.Minute), incident.EndedRecovered
@@ -147,6 +174,15 @@ func Samples() []Sample {
 	silenced := crash(inc, incident.Silenced, 2, at(20*time.Minute))
 	silenced.Change = "silenced until 2026-11-22 12:00 UTC (silence shop/deploy-checkout)"
 	add("silenced", "a silence (or annotation, or maintenance window) now mutes an announced incident", silenced)
+
+	// Silence 4 h pressed in Slack at 20 min: the silence says who
+	// asked for it (its createdBy).
+	inc = crashIncident()
+	inc.MutedBy, inc.MutedWho, inc.MutedUntil = "silence shop/silence-7k2pq", "slack:U0ANA (ana)", at(4*time.Hour+20*time.Minute)
+	fromSlack := crash(inc, incident.Silenced, 2, at(20*time.Minute))
+	fromSlack.Change = "silenced until 2026-11-22 14:20 UTC (silence shop/silence-7k2pq)"
+	add("silenced-from-slack", "a silence someone asked for from Slack (Silence 4 h) mutes the incident: the message says who, and offers to unsilence it", fromSlack)
+	out[len(out)-1].Buttons = true
 
 	unmuted := crash(crashIncident(), incident.Updated, 3, at(2*time.Hour))
 	unmuted.Unmuted = "silence shop/deploy-checkout"
@@ -210,7 +246,7 @@ func Samples() []Sample {
 
 	var members []incident.Notification
 	for _, s := range out {
-		if s.Note.Transition == incident.Firing {
+		if s.Note.Transition == incident.Firing && !s.SlackOnly {
 			members = append(members, s.Note)
 		}
 	}

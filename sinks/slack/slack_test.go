@@ -59,7 +59,8 @@ func note(tr incident.Transition, seq int, restarts string) incident.Notificatio
 
 // TestRenderGolden renders every kind of notification (the samples all
 // sinks share) to testdata/messages/<kind>.golden.json: the blocks, the
-// push text and the thread note, as Slack gets them.
+// push text and the thread note, as Slack gets them (with buttons for the
+// samples of a Slack app with Socket Mode).
 func TestRenderGolden(t *testing.T) {
 	for _, s := range oncalltest.Samples() {
 		t.Run(s.Name, func(t *testing.T) {
@@ -68,7 +69,7 @@ func TestRenderGolden(t *testing.T) {
 			if s.Note.Transition == incident.Digest {
 				msg = RenderStartup(s.Note, oncalltest.SampleCluster)
 			} else {
-				msg = Render(s.Note, oncalltest.SampleCluster, s.Now)
+				msg = RenderWith(s.Note, s.Now, RenderOptions{Cluster: oncalltest.SampleCluster, Buttons: s.Buttons})
 			}
 			if s.Note.Transition != incident.Firing && s.Note.Transition != incident.Digest {
 				thread = ThreadNote(s.Note, s.Now) // a later change: the first message is edited, the thread told

@@ -18,7 +18,8 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestHostileTextGolden: a notification with new lines, terminal escapes
-// and chat markup in every field (oncalltest.Hostile) prints exactly
+// and chat markup in every field (oncalltest.Hostile), and its
+// acknowledgement and silence by people so named, prints exactly
 // testdata/hostile.golden.txt: each notification on its own line (the
 // firing's hint, 3 log lines, missing context, what changed and the undo
 // command indented below it), no line forged, no raw control character;
@@ -30,21 +31,23 @@ func TestHostileTextGolden(t *testing.T) {
 		var buf bytes.Buffer
 		s := New("out", format, "prod-eu", &buf)
 		s.now = func() time.Time { return firing.Time.Add(time.Minute) }
-		for _, n := range []incident.Notification{firing, digest} {
+		acked, silenced := oncalltest.HostileAcked(firing), oncalltest.HostileSilenced(firing)
+		for _, n := range []incident.Notification{firing, digest, acked, silenced} {
 			if err := s.Send(context.Background(), n); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return buf.String()
 	}
-	if j := send("json"); strings.Count(j, "\n") != 2 || !json.Valid([]byte(strings.Split(j, "\n")[0])) {
+	if j := send("json"); strings.Count(j, "\n") != 4 || !json.Valid([]byte(strings.Split(j, "\n")[0])) {
 		t.Errorf("JSON: not one line per notification:\n%s", j)
 	}
 	got := send("text")
 	// firing: 1 + hint + 3 log lines + context incomplete + 2 changes +
-	// undo; digest: 1 + 1.
-	if lines := strings.Count(got, "\n"); lines != 9+2 {
-		t.Errorf("%d lines, want 11:\n%s", lines, got)
+	// undo; digest: 1 + 1; acknowledged and silenced by someone whose
+	// name is HostileWho: 1 each.
+	if lines := strings.Count(got, "\n"); lines != 9+2+2 {
+		t.Errorf("%d lines, want 13:\n%s", lines, got)
 	}
 	if strings.ContainsFunc(got, func(r rune) bool { return r != '\n' && r != '\t' && unsafeRune(r) }) {
 		t.Errorf("a control character reached the output:\n%q", got)
@@ -70,6 +73,9 @@ func TestHostileTextGolden(t *testing.T) {
 // shows it.
 func TestFormatGolden(t *testing.T) {
 	for _, s := range oncalltest.Samples() {
+		if s.SlackOnly {
+			continue
+		}
 		t.Run(s.Name, func(t *testing.T) {
 			got := Format(s.Note, oncalltest.SampleCluster, s.Now) + "\n"
 			path := filepath.Join("testdata", "messages", s.Name+".golden.txt")
