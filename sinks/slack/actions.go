@@ -104,7 +104,13 @@ func actionsBlock(n incident.Notification) slack.Block {
 	}
 	var ids []string
 	switch n.Transition {
-	case incident.Firing, incident.Updated, incident.Repeat, incident.Acknowledged:
+	case incident.Acknowledged, incident.Firing, incident.Updated, incident.Repeat:
+		if inc.MutedBy != "" {
+			// Acknowledged while muted (an acknowledgement is said
+			// under a mute): the muted message's one button.
+			ids = []string{ActionUnsilence}
+			break
+		}
 		ids = []string{ActionSilence1h, ActionSilence4h, ActionSilenceResolved}
 		if inc.Ack == nil {
 			ids = append(ids, ActionAck)

@@ -19,9 +19,9 @@ func ThreadNote(n incident.Notification, now time.Time) string {
 	var s string
 	switch {
 	case n.Transition == incident.Acknowledged && n.Incident.Ack != nil:
-		// Said as it happens: who, as a mention (ackWho, escaped
-		// already), needs no "0 s ago".
-		return ":raised_hand: Acknowledged by " + ackWho(*n.Incident.Ack) + "."
+		// Said as it happens ("0 s ago" would say nothing), by name: a
+		// mention in a new reply would ping the person who just pressed.
+		return ":raised_hand: Acknowledged by " + escape(sinks.AckName(*n.Incident.Ack)) + "."
 	case n.Transition == incident.Acknowledged:
 		s = ":raised_hand: Acknowledged."
 	case n.Transition == incident.Resolved:

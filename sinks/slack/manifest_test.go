@@ -77,6 +77,11 @@ func TestAppManifestScopes(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &manifest); err != nil {
 		t.Fatal(err)
 	}
+	// The buttons' receiver (internal/slackact) also reads user groups'
+	// members, for allow lists that name a group (usergroups.users.list);
+	// its other calls (chat.postMessage, chat.postEphemeral) need
+	// chat:write.
+	need = append(need, "usergroups:read")
 	slices.Sort(need)
 	got := slices.Sorted(slices.Values(manifest.OAuth.Scopes.Bot))
 	if !slices.Equal(got, need) || len(manifest.OAuth.Scopes.User) > 0 {
