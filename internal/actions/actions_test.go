@@ -17,7 +17,9 @@ import (
 
 // memSilences keeps Silences in memory as the API server would: a second
 // create of one name fails as AlreadyExists.
-type memSilences struct{ objs map[string]*unstructured.Unstructured }
+type memSilences struct {
+	objs map[string]*unstructured.Unstructured
+}
 
 var silenceGR = schema.GroupResource{Group: "herald.io", Resource: "silences"}
 

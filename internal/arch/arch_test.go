@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	"internal/silence":      {"config", "internal/incident", "watcher"},
 	"internal/changes":      {"config", "watcher", "internal/incident"},
 	"internal/actions":      {"internal/incident", "internal/silence"},
-	"internal/slackact":     {"config", "internal/actions", "internal/incident", "sinks"},
+	"internal/slackact":     {"config", "internal/actions", "internal/incident", "sinks", "sinks/slack"},
 	"internal/slackstandin": {},
 }
 

@@ -20,17 +20,18 @@ import (
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/actions"
+	slacksink "github.com/herald-k8s/herald/sinks/slack"
 )
 
 // The buttons' action IDs (sinks/slack puts them on the messages) and
 // what each asks.
 var kinds = map[string]actions.Kind{
-	"herald_silence_1h":       actions.Silence1h,
-	"herald_silence_4h":       actions.Silence4h,
-	"herald_silence_resolved": actions.SilenceResolved,
-	"herald_unsilence":        actions.Unsilence,
-	"herald_ack":              actions.Acknowledge,
-	"herald_more_logs":        actions.MoreLogs,
+	slacksink.ActionSilence1h:       actions.Silence1h,
+	slacksink.ActionSilence4h:       actions.Silence4h,
+	slacksink.ActionSilenceResolved: actions.SilenceResolved,
+	slacksink.ActionUnsilence:       actions.Unsilence,
+	slacksink.ActionAck:             actions.Acknowledge,
+	slacksink.ActionMoreLogs:        actions.MoreLogs,
 }
 
 // Options wire a Receiver.

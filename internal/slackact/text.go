@@ -44,7 +44,7 @@ func logsReply(id string, logs *incident.Logs) string {
 	}
 	body := escape(strings.Join(logs.Lines, "\n"))
 	if len(body) > maxReply {
-		body = "… (older lines cut)\n" + body[len(body)-maxReply:]
+		body = "… (older lines cut)\n" + strings.ToValidUTF8(body[len(body)-maxReply:], "")
 	}
 	return head + "\n```" + body + "```"
 }
