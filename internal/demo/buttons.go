@@ -77,8 +77,15 @@ func buttonScene(ctx context.Context, sl *slackstandin.Server, heraldBin, kubeco
 	if err := expect(lines, seen, 30*time.Second, "SILENCED", "demo/web", "slack:"+onCall); err != nil {
 		return err
 	}
-	edited, _ := sl.Message(alert.Channel, alert.TS)
-	say("the alert in Slack now says (edited in place, %d edits): %s; its one button: %s", edited.Updates, firstSection(edited.Blocks), buttons(edited.Blocks))
+	var edited slackstandin.Message
+	err = sl.WaitFor(wait, func(s *slackstandin.Server) bool {
+		edited, _ = s.Message(alert.Channel, alert.TS)
+		return strings.Contains(string(edited.Blocks), "herald_unsilence")
+	})
+	if err != nil {
+		return fmt.Errorf("the Slack alert was not edited to say it is muted: %w", err)
+	}
+	say("the alert in Slack, edited in place: %s; its one button now: %s", firstSection(edited.Blocks), buttons(edited.Blocks))
 	return nil
 }
 
