@@ -73,6 +73,20 @@ func (c *Config) validateInteractive(p string, sl *SlackSink, add func(string, s
 			}
 		}
 	}
+	// One Slack app, one receiver: Slack hands each press to any one of
+	// an app's connections, so two sinks (or two clusters) sharing an app
+	// would each get presses meant for the other.
+	if in.AppToken != nil {
+		if v := in.AppToken.resolved.Reveal(); v != "" {
+			for _, other := range c.Sinks {
+				o := other.Slack.InteractiveOrNil()
+				if o != nil && o != in && o.AppToken != nil && o.AppToken.resolved.Reveal() == v {
+					add(p+".appToken", "sink %s uses the same Slack app (the same app-level token): Slack would hand each press to either; give each Slack sink with buttons its own Slack app", other.Name)
+					break
+				}
+			}
+		}
+	}
 	routes := map[string]bool{}
 	for _, r := range c.Routes {
 		routes[r.Name] = true
@@ -98,7 +112,7 @@ func (c *Config) validateInteractive(p string, sl *SlackSink, add func(string, s
 			}
 			for j, id := range *ids {
 				if id != "*" && !slackPrincipal.MatchString(id) {
-					add(fmt.Sprintf("%s.%s[%d]", ap, field, j), "%q is not a Slack user ID (U…, W…) or user group ID (S…), nor \"*\": use IDs, not names (a name can change hands; in Slack, a profile's ⋮ menu → Copy member ID)", id)
+					add(fmt.Sprintf("%s.%s[%d]", ap, field, j), "%q is not a Slack user ID (U…, W…) or user group ID (S…), nor \"*\": %s", id, principalHint(id))
 				}
 			}
 		}
@@ -132,4 +146,50 @@ func (in *Interactive) Allowed(action, namespace, route string) []string {
 		return DefaultAllow[action] // the entry that matched leaves this action to the default
 	}
 	return DefaultAllow[action]
+}
+
+// SilenceGranted says some allow entry lets someone silence: without
+// one, messages carry no Silence buttons (every press would be refused).
+func (in *Interactive) SilenceGranted() bool {
+	for _, a := range in.Allow {
+		if a.Silence != nil && len(*a.Silence) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// AnyoneMaySilence says an allow entry lets anyone in the channel
+// silence ("*").
+func (in *Interactive) AnyoneMaySilence() bool {
+	for _, a := range in.Allow {
+		if a.Silence != nil && slices.Contains(*a.Silence, "*") {
+			return true
+		}
+	}
+	return false
+}
+
+// InteractiveOrNil is s's interactive block (nil: no buttons, or s is
+// nil).
+func (s *SlackSink) InteractiveOrNil() *Interactive {
+	if s == nil {
+		return nil
+	}
+	return s.Interactive
+}
+
+// principalHint says how to turn what was written into an ID.
+func principalHint(id string) string {
+	bare := strings.Trim(id, "<@!>")
+	bare = strings.TrimPrefix(bare, "subteam^")
+	switch {
+	case bare != id && slackPrincipal.MatchString(bare):
+		return "write the bare ID, " + bare + ", not Slack's mention markup"
+	case slackPrincipal.MatchString(strings.ToUpper(id)):
+		return "IDs are upper case: " + strings.ToUpper(id)
+	case strings.HasPrefix(id, "C") || strings.HasPrefix(id, "G") || strings.HasPrefix(id, "D"):
+		return "that looks like a channel ID; allow lists name people (U…) and user groups (S…)"
+	}
+	return "use IDs, not names (a name can change hands): a member's profile ⋮ menu → Copy member ID; a user group's ID is in its URL or from usergroups.list"
 }

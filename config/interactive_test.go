@@ -82,3 +82,27 @@ func TestAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestInteractiveMistakes: the tokens swapped, two sinks on one Slack
+// app, and IDs written as mentions, in lower case or as a channel, are
+// refused with what to write instead.
+func TestInteractiveMistakes(t *testing.T) {
+	good := "      interactive:\n        appToken: {value: xapp-1-A0123ABCD-4567-0a1b2c3d, allowPlaintext: true}\n"
+	for _, tc := range []struct{ yaml, want string }{
+		{good + "        allow: [{silence: ['<@U0ANA1234>']}]\n", "write the bare ID, U0ANA1234"},
+		{good + "        allow: [{silence: ['<!subteam^S0ONCALL>']}]\n", "write the bare ID, S0ONCALL"},
+		{good + "        allow: [{silence: [u0ana1234]}]\n", "IDs are upper case: U0ANA1234"},
+		{good + "        allow: [{silence: [C0ALERTS1]}]\n", "looks like a channel ID"},
+		{good + "  - name: other\n    slack:\n      token: {value: xoxb-3-4, allowPlaintext: true}\n      channel: \"#x\"\n" + strings.ReplaceAll(good, "      ", "      "),
+			"sinks[1].slack.interactive.appToken: sink s uses the same Slack app"},
+	} {
+		_, err := Parse("c.yaml", []byte(interactiveBase+tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	swapped := strings.Replace(interactiveBase, "xoxb-1-2", "xapp-1-A0123ABCD-4567-0a1b2c3d", 1)
+	if _, err := Parse("c.yaml", []byte(swapped)); err == nil || !strings.Contains(err.Error(), "sinks[0].slack.token: this is an app-level token") {
+		t.Errorf("an app token as the bot token: %v", err)
+	}
+}

@@ -102,6 +102,9 @@ func (c *Config) validate() Errors {
 				validateURL(p+".slack.apiURL", sl.APIURL, add)
 			}
 			c.validateInteractive(p+".slack.interactive", sl, add)
+			if sl.Token != nil && strings.HasPrefix(sl.Token.resolved.Reveal(), "xapp-") {
+				add(p+".slack.token", "this is an app-level token (xapp-…): token takes the bot token (xoxb-…, OAuth & Permissions page); the app-level token goes under interactive.appToken")
+			}
 		}
 		if n := s.NATS; n != nil {
 			if n.URL == "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -234,12 +235,15 @@ func TestSlackButtons(t *testing.T) {
 		if n := len(eventsWithReason(t, env, "Acknowledged")); n != 1 {
 			t.Errorf("%d Acknowledged Events, want 1", n)
 		}
+	})
 
-		// A restart: the acknowledgement is in the ledger. The next
-		// update of the message still says who took it on, pressing
-		// again is refused as done, and PagerDuty hears nothing twice.
-		h.stop()
-		h = startedHerald(t, env, cfg, "--log-level", "debug", "--metrics-addr", metrics)
+	// A restart: the acknowledgement is in the ledger. The next update
+	// of the message still says who took it on, and PagerDuty hears
+	// nothing twice.
+	h.stop()
+	h = startedHerald(t, env, cfg, "--log-level", "debug", "--metrics-addr", metrics, "--config-reload-interval", "200ms")
+
+	t.Run("AcknowledgedAfterRestart", func(t *testing.T) {
 		setStatus(t, client, "shop", crashLooping, 6)
 		if err := waitFor(20*time.Second, func() bool {
 			m, _ := sl.Message(alert.Channel, alert.TS)
@@ -258,6 +262,17 @@ func TestSlackButtons(t *testing.T) {
 		if code := runMain(ctx, []string{"incidents", "--kubeconfig", kc, "--namespace", "default"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "acknowledged by bob") {
 			t.Errorf("herald incidents (exit %d) does not say who acknowledged:\n%s%s", code, stdout.String(), stderr.String())
 		}
+		// Who may press is read at start: a reload that changes it is
+		// refused, saying a restart applies it.
+		if err := os.WriteFile(h.config, []byte(strings.Replace(cfg, "silence: [U0ANA1]", "silence: [U0EVE1]", 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitFor(10*time.Second, func() bool {
+			return strings.Contains(h.logs.String(), "slack.interactive changed: these take effect at a restart")
+		}); err != nil {
+			t.Errorf("a changed allow list was not refused at reload:\n%s", grepLines(h.logs.String(), "reload"))
+		}
+		os.WriteFile(h.config, []byte(cfg), 0o600) // as it was: the refusal kept it in force
 	})
 
 	t.Run("Silence", func(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slack-go/slack"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -147,15 +147,21 @@ func TestChartRBACButtons(t *testing.T) {
 	if firing.Transition != "firing" {
 		t.Fatalf("got %s, want the crash's firing", firing.Transition)
 	}
-	// A message with herald's buttons for the incident (the receiver
-	// takes the incident from the button's value and looks it up).
-	api := slack.New("xoxb-chart-buttons", slack.OptionAPIURL(sl.URL()+"/api/"))
-	buttons := slack.NewActionBlock("herald_actions",
-		slack.NewButtonBlockElement("herald_silence_1h", firing.Incident.ID, slack.NewTextBlockObject(slack.PlainTextType, "Silence 1 h", false, false)),
-		slack.NewButtonBlockElement("herald_unsilence", firing.Incident.ID, slack.NewTextBlockObject(slack.PlainTextType, "Unsilence", false, false)))
-	channel, ts, err := api.PostMessage("#alerts", slack.MsgOptionText("buttons", false), slack.MsgOptionBlocks(buttons))
-	if err != nil {
-		t.Fatal(err)
+	// herald's own message about it, with its buttons: a press counts
+	// only on the message herald posted for the incident.
+	var channel, ts string
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := sl.WaitFor(waitCtx, func(s *slackstandin.Server) bool {
+		for _, m := range s.Messages() {
+			if m.ThreadTS == "" && strings.Contains(string(m.Blocks), `"value":"`+firing.Incident.ID+`"`) && strings.Contains(string(m.Blocks), "herald_silence_1h") {
+				channel, ts = m.Channel, m.TS
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("no Slack message with buttons for %s: %v\n%+v", firing.Incident.ID, err, sl.Messages())
 	}
 	press := func(action string) {
 		t.Helper()
@@ -178,8 +184,11 @@ func TestChartRBACButtons(t *testing.T) {
 	}
 
 	press("herald_silence_1h")
-	list, err := dyn.Resource(silence.Resource).Namespace("default").List(ctx, metav1.ListOptions{LabelSelector: "herald.io/created-via=slack"})
-	if err != nil || len(list.Items) != 1 {
+	var list *unstructured.UnstructuredList
+	if err := waitFor(10*time.Second, func() bool {
+		list, err = dyn.Resource(silence.Resource).Namespace("default").List(ctx, metav1.ListOptions{LabelSelector: "herald.io/created-via=slack"})
+		return err == nil && len(list.Items) == 1
+	}); err != nil {
 		t.Fatalf("silences from the press: %v %v; want 1\n%s", list, err, grepLines(logs.String(), "Slack"))
 	}
 	name := list.Items[0].GetName()
@@ -192,6 +201,13 @@ func TestChartRBACButtons(t *testing.T) {
 		if p := recv.next(t, 20*time.Second); p.Transition == "silenced" {
 			break
 		}
+	}
+	// The message, edited to say it is muted, offers Unsilence.
+	if err := sl.WaitFor(waitCtx, func(s *slackstandin.Server) bool {
+		m, _ := s.Message(channel, ts)
+		return strings.Contains(string(m.Blocks), "herald_unsilence")
+	}); err != nil {
+		t.Fatalf("the message was not edited to offer Unsilence: %v", err)
 	}
 	press("herald_unsilence")
 	if _, err := dyn.Resource(silence.Resource).Namespace("default").Get(ctx, name, metav1.GetOptions{}); err == nil {

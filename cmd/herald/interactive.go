@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/herald-k8s/herald/config"
@@ -81,6 +83,26 @@ func (c silenceClient) Get(ctx context.Context, namespace, name string) (*unstru
 	return c.dyn.Resource(silence.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (c silenceClient) Delete(ctx context.Context, namespace, name string) error {
-	return c.dyn.Resource(silence.Resource).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+func (c silenceClient) List(ctx context.Context, namespace string, labels map[string]string) ([]unstructured.Unstructured, error) {
+	list, err := c.dyn.Resource(silence.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: k8slabels.SelectorFromSet(labels).String()})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func (c silenceClient) Delete(ctx context.Context, namespace, name string, uid types.UID) error {
+	return c.dyn.Resource(silence.Resource).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+// interactiveSettings is what the buttons' receivers are made of, by
+// sink: a reload may not change it.
+func interactiveSettings(cfg *config.Config) map[string]config.SlackSink {
+	out := map[string]config.SlackSink{}
+	for _, sc := range cfg.Sinks {
+		if sl := sc.Slack; sl != nil && sl.Interactive != nil {
+			out[sc.Name] = config.SlackSink{Token: sl.Token, APIURL: sl.APIURL, Interactive: sl.Interactive}
+		}
+	}
+	return out
 }

@@ -100,6 +100,13 @@ func (r *reloader) apply(ctx context.Context) error {
 	if !reflect.DeepEqual(cfg.Context, r.current.Context) {
 		needRestart = append(needRestart, "context")
 	}
+	// The buttons' receivers are made once, at start, with their tokens
+	// and allow lists: a reload that changed them would put buttons on
+	// messages with nothing to receive their presses, or keep letting
+	// someone it removed from an allow list press.
+	if !reflect.DeepEqual(interactiveSettings(cfg), interactiveSettings(r.current)) {
+		needRestart = append(needRestart, "slack.interactive")
+	}
 	if len(needRestart) > 0 {
 		return fmt.Errorf("%s changed: these take effect at a restart (roll the pods); rules and sinks can change at run time", strings.Join(needRestart, ", "))
 	}

@@ -72,7 +72,7 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 			lane.Sink = slack.New(slack.Options{
 				Name: sc.Name, Token: sl.Token.Secret().Reveal(), WebhookURL: sl.WebhookURL.Secret().Reveal(),
 				Channel: sl.Channel, APIURL: sl.APIURL, ClusterName: sl.ClusterName, Refs: refs,
-				Interactive: sl.Interactive != nil,
+				Interactive: sl.Interactive != nil, NoSilence: sl.Interactive != nil && !sl.Interactive.SilenceGranted(),
 			})
 		case sc.NATS != nil:
 			n := sc.NATS

@@ -98,5 +98,15 @@ func configWarnings(cfg *config.Config) []string {
 		// A channel that hears from two clusters cannot tell them apart.
 		out = append(out, "clusterName is not set: messages will not say which cluster they come from")
 	}
+	for _, sc := range cfg.Sinks {
+		in := sc.Slack.InteractiveOrNil()
+		switch {
+		case in == nil:
+		case !in.SilenceGranted():
+			out = append(out, "sinks "+sc.Name+": slack.interactive.allow lets nobody silence, so its messages carry no Silence buttons (list user or group IDs under silence: to offer them)")
+		case in.AnyoneMaySilence():
+			out = append(out, "sinks "+sc.Name+": slack.interactive.allow lets anyone in the channel silence (silence: [\"*\"]) — guests and bots included; name the on-call users or user groups instead")
+		}
+	}
 	return out
 }

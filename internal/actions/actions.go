@@ -113,7 +113,11 @@ type Incidents interface {
 type Silences interface {
 	Create(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
-	Delete(ctx context.Context, namespace, name string) error
+	// List returns the Silences of namespace with the labels given.
+	List(ctx context.Context, namespace string, labels map[string]string) ([]unstructured.Unstructured, error)
+	// Delete deletes the Silence with that UID (a precondition: not one
+	// made again under its name since it was read).
+	Delete(ctx context.Context, namespace, name string, uid types.UID) error
 }
 
 // Labels of the Silences a press creates.
@@ -160,7 +164,7 @@ func New(opts Options) *Executor {
 func (x *Executor) Do(ctx context.Context, p Press) Result {
 	inc, ok := x.opts.Incidents.Lookup(p.IncidentID)
 	if !ok {
-		return Result{Outcome: Refused, Say: "herald no longer knows incident " + p.IncidentID + " (resolved long ago, or from another cluster)."}
+		return Result{Outcome: Refused, Say: "herald no longer knows incident " + p.IncidentID + ": it resolved long ago, or this Slack app also serves another cluster's herald (give each cluster its own Slack app: docs/buttons.md)."}
 	}
 	switch p.Kind {
 	case Silence1h:
@@ -191,13 +195,33 @@ func (x *Executor) silence(ctx context.Context, p Press, inc incident.Incident, 
 		return Result{Outcome: Refused, Say: "Incident " + inc.ID + " has resolved: nothing to silence."}
 	}
 	ns := inc.Object.Namespace
+	// This very press, delivered again (to the next leader, which may
+	// have seen its silence mute the incident already): done, quietly.
+	if ns != "" {
+		if own, err := x.opts.Silences.Get(ctx, ns, SilenceName(p.Key)); err == nil {
+			x.recordSilenced(ctx, p, inc, own) // idempotent: in case the first delivery died before it
+			return Result{Outcome: Already, Quiet: true, Say: "Already silenced by this press (silence " + ns + "/" + own.GetName() + ")."}
+		}
+	}
 	if inc.MutedBy != "" {
 		// One mute at a time: pressing again (or a hundred times) must
 		// not pile up Silences.
 		return Result{Outcome: Already, Say: "Incident " + inc.ID + " is already muted by " + inc.MutedBy + "."}
 	}
+	if ns != "" {
+		// Nor presses quicker than the mute takes effect.
+		made, err := x.opts.Silences.List(ctx, ns, map[string]string{LabelIncident: inc.ID, LabelCreatedVia: p.Actor.Via})
+		if err != nil {
+			return Result{Outcome: Failed, Say: "herald could not read the silences of namespace " + ns + ": " + apiReason(err)}
+		}
+		for _, s := range made {
+			if parsed, err := silence.Parse(&s); err == nil && parsed.State(x.opts.Now()) == "active" {
+				return Result{Outcome: Already, Say: "Incident " + inc.ID + " is already silenced by silence " + ns + "/" + s.GetName() + "."}
+			}
+		}
+	}
 	if ns == "" {
-		return Result{Outcome: Refused, Say: fmt.Sprintf("%s has no namespace: silencing it takes a ClusterSilence, which herald does not create from Slack (herald silence create --incident %s --all-namespaces --for 1h).", inc.Object.Kind+" "+inc.Object.Name, inc.ID)}
+		return Result{Outcome: Refused, Say: fmt.Sprintf("%s has no namespace: silencing it takes a ClusterSilence, which herald does not create from Slack: herald silence create --incident %s --all-namespaces --for 1h --comment \"why\".", inc.Object.Kind+" "+inc.Object.Name, inc.ID)}
 	}
 	m, err := silence.ForIncident(inc)
 	if err != nil {
@@ -219,12 +243,22 @@ func (x *Executor) silence(ctx context.Context, p Press, inc incident.Incident, 
 	created, err := x.opts.Silences.Create(ctx, obj)
 	switch {
 	case apierrors.IsAlreadyExists(err):
+		if own, err := x.opts.Silences.Get(ctx, ns, obj.GetName()); err == nil {
+			x.recordSilenced(ctx, p, inc, own)
+		}
 		return Result{Outcome: Already, Quiet: true, Say: "Already silenced by this press (silence " + ns + "/" + obj.GetName() + ")."}
 	case err != nil:
 		return Result{Outcome: Failed, Say: "herald could not create the silence: " + apiReason(err)}
 	}
-	x.record(ctx, silenceRef(created), "Silenced", fmt.Sprintf("%s silenced incident %s (%s) %s from Slack", p.Actor.By(), inc.ID, m.String(), how))
+	x.recordSilenced(ctx, p, inc, created)
 	return Result{Outcome: Done, Say: fmt.Sprintf("Silenced %s: silence %s/%s mutes it %s.", inc.ID, ns, created.GetName(), how)}
+}
+
+// recordSilenced records the Event of p's silence s (once, whichever
+// delivery of p gets here).
+func (x *Executor) recordSilenced(ctx context.Context, p Press, inc incident.Incident, s *unstructured.Unstructured) {
+	comment, _, _ := unstructured.NestedString(s.Object, "spec", "comment")
+	x.record(ctx, p, silenceRef(s), "Silenced", p.Actor.By()+": "+comment)
 }
 
 func (x *Executor) unsilence(ctx context.Context, p Press, inc incident.Incident) Result {
@@ -244,17 +278,17 @@ func (x *Executor) unsilence(ctx context.Context, p Press, inc incident.Incident
 		return Result{Outcome: Already, Say: "Silence " + ref + " is already gone."}
 	case err != nil:
 		return Result{Outcome: Failed, Say: "herald could not read silence " + ref + ": " + apiReason(err)}
-	case s.GetLabels()[LabelCreatedVia] != p.Actor.Via:
-		return Result{Outcome: Refused, Say: "Silence " + ref + " was not made from " + p.Actor.Via + ", so a button does not end it: kubectl delete silence -n " + ns + " " + name + " (or herald silence), if you may."}
+	case s.GetLabels()[LabelCreatedVia] != p.Actor.Via || s.GetLabels()[LabelIncident] != inc.ID:
+		return Result{Outcome: Refused, Say: "Silence " + ref + " was not made from " + p.Actor.Via + " for this incident, so a button does not end it: kubectl delete silence -n " + ns + " " + name + " (or herald silence), if you may."}
 	}
-	err = x.opts.Silences.Delete(ctx, ns, name)
+	err = x.opts.Silences.Delete(ctx, ns, name, s.GetUID())
 	switch {
 	case apierrors.IsNotFound(err):
 		return Result{Outcome: Already, Say: "Silence " + ref + " is already gone."}
 	case err != nil:
 		return Result{Outcome: Failed, Say: "herald could not delete silence " + ref + ": " + apiReason(err)}
 	}
-	x.record(ctx, objectRef(inc), "Unsilenced", fmt.Sprintf("%s ended silence %s of incident %s from Slack", p.Actor.By(), ref, inc.ID))
+	x.record(ctx, p, objectRef(inc), "Unsilenced", fmt.Sprintf("%s ended silence %s of incident %s from Slack", p.Actor.By(), ref, inc.ID))
 	return Result{Outcome: Done, Say: "Deleted silence " + ref + ": incident " + inc.ID + " is heard again."}
 }
 
@@ -271,6 +305,9 @@ func (x *Executor) acknowledge(ctx context.Context, p Press, inc incident.Incide
 				who = cur.Ack.Name
 			}
 		}
+		if same { // this press, delivered again: its Event, in case the first delivery died before it
+			x.record(ctx, p, objectRef(inc), "Acknowledged", fmt.Sprintf("%s acknowledged incident %s (%s) from Slack", p.Actor.By(), inc.ID, inc.Reason))
+		}
 		return Result{Outcome: Already, Quiet: same, Say: "Incident " + inc.ID + " is already acknowledged by " + who + "."}
 	}
 	// Answered only once the ledger has it: a press the next leader
@@ -285,7 +322,7 @@ func (x *Executor) acknowledge(ctx context.Context, p Press, inc incident.Incide
 		// from the next leader.
 		x.opts.Logger.Warn("acknowledgement recorded, its notification is delayed", "incident", inc.ID, "error", err)
 	}
-	x.record(ctx, objectRef(inc), "Acknowledged", fmt.Sprintf("%s acknowledged incident %s (%s) from Slack", p.Actor.By(), inc.ID, inc.Reason))
+	x.record(ctx, p, objectRef(inc), "Acknowledged", fmt.Sprintf("%s acknowledged incident %s (%s) from Slack", p.Actor.By(), inc.ID, inc.Reason))
 	return Result{Outcome: Done, Say: "Acknowledged " + inc.ID + "."}
 }
 
@@ -302,7 +339,7 @@ func (x *Executor) moreLogs(ctx context.Context, p Press, inc incident.Incident)
 
 // record writes ev about what a press did, when herald records Events;
 // failing to is logged, not fatal (the action is done).
-func (x *Executor) record(ctx context.Context, on corev1.ObjectReference, reason, message string) {
+func (x *Executor) record(ctx context.Context, p Press, on corev1.ObjectReference, reason, message string) {
 	if x.opts.Events == nil || on.Name == "" {
 		return
 	}
@@ -312,12 +349,13 @@ func (x *Executor) record(ctx context.Context, on corev1.ObjectReference, reason
 	}
 	now := metav1.NewTime(x.opts.Now())
 	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{GenerateName: "herald-", Namespace: ns},
+		// Named from the press: a second delivery's Event is the same.
+		ObjectMeta:     metav1.ObjectMeta{Name: "herald-" + strings.TrimPrefix(SilenceName(p.Key+"/"+reason), "slack-"), Namespace: ns},
 		InvolvedObject: on, Reason: reason, Message: message, Type: corev1.EventTypeNormal,
 		Source: corev1.EventSource{Component: "herald"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: "herald.io/herald", ReportingInstance: "herald",
 	}
-	if err := x.opts.Events(ctx, ev); err != nil {
+	if err := x.opts.Events(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
 		x.opts.Logger.Warn("recording an Event of a Slack action", "reason", reason, "object", on.Kind+" "+on.Namespace+"/"+on.Name, "error", err)
 	}
 }

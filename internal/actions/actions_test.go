@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/rules"
@@ -39,9 +40,30 @@ func (m *memSilences) Get(_ context.Context, ns, name string) (*unstructured.Uns
 	return nil, apierrors.NewNotFound(silenceGR, name)
 }
 
-func (m *memSilences) Delete(_ context.Context, ns, name string) error {
-	if m.objs[ns+"/"+name] == nil {
+func (m *memSilences) List(_ context.Context, ns string, labels map[string]string) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	for _, o := range m.objs {
+		if o.GetNamespace() != ns {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			match = match && o.GetLabels()[k] == v
+		}
+		if match {
+			out = append(out, *o.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+func (m *memSilences) Delete(_ context.Context, ns, name string, uid types.UID) error {
+	o := m.objs[ns+"/"+name]
+	if o == nil {
 		return apierrors.NewNotFound(silenceGR, name)
+	}
+	if o.GetUID() != uid {
+		return apierrors.NewConflict(silenceGR, name, nil)
 	}
 	delete(m.objs, ns+"/"+name)
 	return nil
@@ -100,6 +122,12 @@ func TestSilencePress(t *testing.T) {
 		t.Errorf("the same press again: %+v, want quiet", again)
 	}
 
+	// Another press before the mute takes effect: the first press's
+	// silence is found, and none is added.
+	if res := s.x.Do(context.Background(), Press{Key: "U0BOB1/1700000001.2/herald_silence_4h", Kind: Silence4h, IncidentID: s.id, Actor: ana}); res.Outcome != Already || len(s.silences.objs) != 1 {
+		t.Errorf("a second press before the mute: %+v, %d silences", res, len(s.silences.objs))
+	}
+
 	// Muted now (as the muter would record it): another press is
 	// refused as done, and creates nothing.
 	mutedTracker := incident.NewTracker(incident.Options{Muter: muteAll{}})
@@ -153,7 +181,7 @@ func TestUnsilenceEndsOnlyAButtonsSilence(t *testing.T) {
 			obj.SetNamespace("shop")
 			obj.SetName("maint")
 			if tc.via != "" {
-				obj.SetLabels(map[string]string{LabelCreatedVia: tc.via})
+				obj.SetLabels(map[string]string{LabelCreatedVia: tc.via, LabelIncident: inc.ID})
 			}
 			sil.objs["shop/maint"] = obj
 			x := New(Options{Incidents: tracker, Silences: sil, Logger: slog.New(slog.DiscardHandler)})

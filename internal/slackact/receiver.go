@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ var kinds = map[string]actions.Kind{
 	slacksink.ActionAck:             actions.Acknowledge,
 	slacksink.ActionMoreLogs:        actions.MoreLogs,
 }
+
+// pressTimeout bounds one press's work (API requests, the ledger write).
+const pressTimeout = 10 * time.Second
 
 // Options wire a Receiver.
 type Options struct {
@@ -79,7 +83,64 @@ type Receiver struct {
 	// late, and the second delivery must not act (or say) twice.
 	handled map[string]time.Time
 	groups  map[string]groupMembers
+	// presses are each person's presses of the last minute; moreLogs
+	// when each incident's logs were last posted (limited).
+	presses  map[string][]time.Time
+	moreLogs map[string]time.Time
 }
+
+// notOurs says why a press is not one to act on here ("" when it is):
+// the message pressed must be the one this sink posted for the incident
+// (the ledger keeps where). Otherwise a press on another sink's or
+// another cluster's message, sharing this Slack app, would be judged by
+// this sink's allow list and act on whatever incident here has that ID.
+func (r *Receiver) notOurs(p actions.Press, channel, ts string) string {
+	inc, ok := r.opts.Executor.Lookup(p.IncidentID)
+	if !ok {
+		return "" // the executor says it does not know the incident
+	}
+	if ref := inc.Refs[r.opts.Sink]; ref == "" || ref != channel+":"+ts {
+		return "This button is not on the message herald posted for incident " + p.IncidentID + " here (another cluster's or another sink's herald shares this Slack app?): nothing was done. Give each herald its own Slack app (docs/buttons.md)."
+	}
+	return ""
+}
+
+// limited says why a press is refused for its pace ("" when it is not):
+// a person presses at most pressesPerMinute times a minute, and More logs
+// answers an incident once every moreLogsEvery (the reply stays in the
+// thread), so nobody can spend the crash context's request budget or
+// flood the channel.
+func (r *Receiver) limited(p actions.Press) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if len(r.presses) > maxTracked {
+		clear(r.presses)
+	}
+	recent := slices.DeleteFunc(r.presses[p.Actor.ID], func(at time.Time) bool { return now.Sub(at) > time.Minute })
+	if len(recent) >= pressesPerMinute {
+		r.presses[p.Actor.ID] = recent
+		return "Too many presses: at most " + strconv.Itoa(pressesPerMinute) + " a minute. Nothing was done; try again in a minute."
+	}
+	r.presses[p.Actor.ID] = append(recent, now)
+	if p.Kind == actions.MoreLogs {
+		if len(r.moreLogs) > maxTracked {
+			clear(r.moreLogs)
+		}
+		if at, ok := r.moreLogs[p.IncidentID]; ok && now.Sub(at) < moreLogsEvery {
+			return "More logs of this incident were posted in its thread " + strconv.Itoa(int(now.Sub(at).Seconds())) + " s ago; ask again in a few minutes."
+		}
+		r.moreLogs[p.IncidentID] = now
+	}
+	return ""
+}
+
+// Paces of presses, and how many people and incidents they are kept for.
+const (
+	pressesPerMinute = 10
+	moreLogsEvery    = 2 * time.Minute
+	maxTracked       = 10000
+)
 
 type groupMembers struct {
 	users []string
@@ -95,7 +156,8 @@ func New(opts Options) *Receiver {
 	if opts.APIURL != "" {
 		apiOpts = append(apiOpts, slack.OptionAPIURL(strings.TrimSuffix(opts.APIURL, "/")+"/"))
 	}
-	return &Receiver{opts: opts, api: slack.New(opts.BotToken, apiOpts...), handled: map[string]time.Time{}, groups: map[string]groupMembers{}}
+	return &Receiver{opts: opts, api: slack.New(opts.BotToken, apiOpts...), handled: map[string]time.Time{}, groups: map[string]groupMembers{},
+		presses: map[string][]time.Time{}, moreLogs: map[string]time.Time{}}
 }
 
 // Run holds the Socket Mode connection and handles presses until ctx
@@ -152,7 +214,7 @@ func (r *Receiver) handle(ctx context.Context, cb slack.InteractionCallback) {
 	for _, a := range cb.ActionCallback.BlockActions {
 		kind, known := kinds[a.ActionID]
 		if !known {
-			r.count(a.ActionID, "unknown")
+			r.count("unknown", "unknown") // not the ID: an app shared with others would grow the label without bound
 			continue
 		}
 		key := cb.User.ID + "/" + a.ActionTs + "/" + a.ActionID + "/" + a.Value
@@ -170,13 +232,30 @@ func (r *Receiver) press(ctx context.Context, cb slack.InteractionCallback, p ac
 		channel = cb.Container.ChannelID
 	}
 	log := r.opts.Logger.With("sink", r.opts.Sink, "action", string(p.Kind), "incident", p.IncidentID, "user", p.Actor.By())
+	if why := r.notOurs(p, channel, ts); why != "" {
+		r.count(string(p.Kind), "refused")
+		log.Warn("Slack press refused", "why", why)
+		r.ephemeral(ctx, channel, p.Actor.ID, why)
+		return
+	}
+	if why := r.limited(p); why != "" {
+		r.count(string(p.Kind), "limited")
+		log.Info("Slack press refused", "why", why)
+		r.ephemeral(ctx, channel, p.Actor.ID, why)
+		return
+	}
 	if ok, why := r.allowed(ctx, p); !ok {
 		r.count(string(p.Kind), "forbidden")
 		log.Warn("Slack press refused", "why", why)
 		r.ephemeral(ctx, channel, p.Actor.ID, why)
 		return
 	}
-	res := r.opts.Executor.Do(ctx, p)
+	// Bounded: presses are handled one at a time, and Slack gives up on
+	// an answer after a few seconds (and delivers the press again, which
+	// claim turns away here, and the next leader finds done).
+	actx, cancel := context.WithTimeout(ctx, pressTimeout)
+	defer cancel()
+	res := r.opts.Executor.Do(actx, p)
 	r.count(string(p.Kind), string(res.Outcome))
 	log.Info("Slack press", "result", res.Outcome, "said", res.Say)
 	switch {
@@ -186,7 +265,8 @@ func (r *Receiver) press(ctx context.Context, cb slack.InteractionCallback, p ac
 	case res.Outcome == actions.Done && p.Kind != actions.Acknowledge:
 		// The message itself changes through the incident's own
 		// notification (silenced, acknowledged); the thread says who.
-		r.reply(ctx, channel, ts, escape(res.Say)+" (by <@"+p.Actor.ID+">)")
+		// By name: a mention in a new reply would ping who pressed.
+		r.reply(ctx, channel, ts, escape(res.Say+" (by "+p.Actor.Name+")"))
 	case res.Outcome != actions.Done:
 		r.ephemeral(ctx, channel, p.Actor.ID, res.Say)
 	}
@@ -246,7 +326,10 @@ func (r *Receiver) members(ctx context.Context, group string) []string {
 	users, err := r.api.GetUserGroupMembersContext(ctx, group)
 	if err != nil {
 		r.opts.Logger.Warn("reading a Slack user group's members (needs the usergroups:read scope)", "group", group, "error", err)
-		return g.users
+		if ok && time.Since(g.at) < 2*r.opts.GroupsTTL {
+			return g.users // a short outage of Slack's API
+		}
+		return nil // not known for long: someone removed from the group must not keep its rights
 	}
 	r.mu.Lock()
 	r.groups[group] = groupMembers{users: users, at: time.Now()}

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"slices"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -97,7 +98,7 @@ const (
 // pods'); a muted one's, to unsilence it. A resolved message and a digest
 // have none: there is nothing left to act on, or too many incidents for
 // one set of buttons.
-func actionsBlock(n incident.Notification) slack.Block {
+func actionsBlock(n incident.Notification, noSilence bool) slack.Block {
 	inc := n.Incident
 	if inc.ID == "" || len(inc.ID) > maxButtonValue {
 		return nil // no value a press could name the incident by
@@ -111,7 +112,9 @@ func actionsBlock(n incident.Notification) slack.Block {
 			ids = []string{ActionUnsilence}
 			break
 		}
-		ids = []string{ActionSilence1h, ActionSilence4h, ActionSilenceResolved}
+		if !noSilence {
+			ids = []string{ActionSilence1h, ActionSilence4h, ActionSilenceResolved}
+		}
 		if inc.Ack == nil {
 			ids = append(ids, ActionAck)
 		}
@@ -121,6 +124,12 @@ func actionsBlock(n incident.Notification) slack.Block {
 	case incident.Silenced:
 		ids = []string{ActionUnsilence}
 	default:
+		return nil
+	}
+	if noSilence {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return id == ActionUnsilence })
+	}
+	if len(ids) == 0 {
 		return nil
 	}
 	elements := make([]slack.BlockElement, 0, len(ids))

@@ -112,6 +112,13 @@ func TestButtons(t *testing.T) {
 			}
 		})
 	}
+	// Nobody may silence: no Silence or Unsilence button to be refused.
+	for tr, want := range map[incident.Transition][]string{incident.Firing: {ActionAck, ActionMoreLogs}, incident.Silenced: nil} {
+		ids, _, _, _ := buttons(t, RenderWith(note(tr, 2, "5"), t0, RenderOptions{Buttons: true, NoSilence: true}))
+		if !slices.Equal(ids, want) {
+			t.Errorf("%s without silence rights: %v, want %v", tr, ids, want)
+		}
+	}
 	d := note(incident.Firing, 1, "5")
 	if ids, _, _, _ := buttons(t, RenderDigest([]incident.Notification{d, d}, "")); ids != nil {
 		t.Errorf("a digest has buttons: %v", ids)

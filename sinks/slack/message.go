@@ -123,6 +123,10 @@ type RenderOptions struct {
 	// buttons (actions.go): for a Slack app whose presses reach herald
 	// (a bot token and Socket Mode), never through an incoming webhook.
 	Buttons bool
+	// NoSilence leaves the Silence buttons out: nobody may silence
+	// (slack.interactive.allow grants it to no one), and a button every
+	// press of which is refused only teaches people to ignore buttons.
+	NoSilence bool
 }
 
 // Render builds the message for one notification, without buttons:
@@ -173,7 +177,7 @@ func RenderWith(n incident.Notification, now time.Time, o RenderOptions) Message
 		}
 	}
 	if o.Buttons {
-		if b := actionsBlock(n); b != nil {
+		if b := actionsBlock(n, o.NoSilence); b != nil {
 			blocks = append(blocks, b)
 		}
 	}

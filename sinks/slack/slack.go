@@ -42,6 +42,9 @@ type Options struct {
 	// herald's buttons reach it; with a bot token, messages about open
 	// incidents then carry them (actions.go). Off: no buttons.
 	Interactive bool
+	// NoSilence leaves the Silence and Unsilence buttons out (nobody may
+	// press them).
+	NoSilence bool
 }
 
 // Sink is a Slack sink.
@@ -92,7 +95,7 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	if n.Transition == incident.Digest {
 		return s.postDigest(ctx, s.channel(n), RenderStartup(n, s.opts.ClusterName))
 	}
-	msg := RenderWith(n, s.now(), RenderOptions{Cluster: s.opts.ClusterName, Buttons: s.opts.Interactive && s.api != nil})
+	msg := RenderWith(n, s.now(), RenderOptions{Cluster: s.opts.ClusterName, Buttons: s.opts.Interactive && s.api != nil, NoSilence: s.opts.NoSilence})
 	if s.api == nil {
 		return s.postWebhook(ctx, msg)
 	}
