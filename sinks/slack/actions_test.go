@@ -271,7 +271,7 @@ func TestAckLineSurvivesLongText(t *testing.T) {
 	n.Incident.Ack = &incident.Ack{By: "slack:U0ANA", At: t0}
 	m := Render(n, "", t0.Add(180e9))
 	lead := m.Blocks[1].(*slack.SectionBlock).Text.Text
-	if !strings.HasSuffix(lead, "\n:raised_hand: Acknowledged by <@U0ANA> · 3 min ago") || utf8.RuneCountInString(lead) > maxSection {
+	if !strings.HasSuffix(lead, "\n:raised_hand: Acknowledged by <@U0ANA> · "+slackDate(t0)) || utf8.RuneCountInString(lead) > maxSection {
 		t.Errorf("lead of %d characters ends %q", utf8.RuneCountInString(lead), lead[max(len(lead)-80, 0):])
 	}
 	checkMessage(t, m)

@@ -238,7 +238,15 @@ func acked(n incident.Notification, now time.Time) string {
 	if a == nil {
 		return "Acknowledged"
 	}
-	return sinks.AckedBy(ackWho(*a), *a, now)
+	// Slack renders the time in each reader's own zone and it stays
+	// true however long the message stands ("3 min ago" would not).
+	return "Acknowledged by " + ackWho(*a) + " · " + slackDate(a.At)
+}
+
+// slackDate is t as Slack's date markup: "today at 16:05" in the reader's
+// time zone, or the UTC time where a client cannot render it.
+func slackDate(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} at {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
 // ackWho is who acknowledged, for mrkdwn: a mention when herald knows
