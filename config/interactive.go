@@ -60,7 +60,7 @@ func (c *Config) validateInteractive(p string, sl *SlackSink, add func(string, s
 		add(p, "buttons need a bot token (token:), to edit the message a press acts on; an incoming webhook cannot")
 	}
 	if in.AppToken == nil {
-		add(p, "interactive needs appToken: the Slack app's app-level token (xapp-…, scope connections:write), e.g. appToken: {file: /etc/herald/slack/app-token}")
+		add(p, "interactive needs appToken: the Slack app's app-level token (xapp-…, scope connections:write), e.g. appToken: {file: /var/run/secrets/herald/slack-interactive/app-token} (the chart: slack.interactive.existingSecret)")
 	} else {
 		c.resolveSecret(p+".appToken", in.AppToken, add)
 		if v := in.AppToken.resolved.Reveal(); v != "" {
