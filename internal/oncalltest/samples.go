@@ -178,9 +178,9 @@ func Samples() []Sample {
 	// Silence 4 h pressed in Slack at 20 min: the silence says who
 	// asked for it (its createdBy).
 	inc = crashIncident()
-	inc.MutedBy, inc.MutedWho, inc.MutedUntil = "silence shop/silence-7k2pq", "slack:U0ANA (ana)", at(4*time.Hour+20*time.Minute)
+	inc.MutedBy, inc.MutedWho, inc.MutedUntil = "silence shop/slack-5ac2154fa1b2", "slack:U0ANA (ana)", at(4*time.Hour+20*time.Minute)
 	fromSlack := crash(inc, incident.Silenced, 2, at(20*time.Minute))
-	fromSlack.Change = "silenced until 2026-11-22 14:20 UTC (silence shop/silence-7k2pq)"
+	fromSlack.Change = "silenced until 2026-11-22 14:20 UTC (silence shop/slack-5ac2154fa1b2)"
 	add("silenced-from-slack", "a silence someone asked for from Slack (Silence 4 h) mutes the incident: the message says who, and offers to unsilence it", fromSlack)
 	out[len(out)-1].Buttons = true
 
