@@ -76,6 +76,16 @@ func (c *Config) validateInteractive(p string, sl *SlackSink, add func(string, s
 	// One Slack app, one receiver: Slack hands each press to any one of
 	// an app's connections, so two sinks (or two clusters) sharing an app
 	// would each get presses meant for the other.
+	if in.AppToken != nil && (in.AppToken.File != "" || in.AppToken.Env != "") {
+		// Offline too: the same file or variable is the same app.
+		for _, other := range c.Sinks {
+			o := other.Slack.InteractiveOrNil()
+			if o != nil && o != in && o.AppToken != nil && o.AppToken.File == in.AppToken.File && o.AppToken.Env == in.AppToken.Env {
+				add(p+".appToken", "sink %s reads the same app-level token (%s): Slack would hand each press to either; give each Slack sink with buttons its own Slack app", other.Name, in.AppToken.String())
+				break
+			}
+		}
+	}
 	if in.AppToken != nil {
 		if v := in.AppToken.resolved.Reveal(); v != "" {
 			for _, other := range c.Sinks {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,13 +98,25 @@ func (c silenceClient) Delete(ctx context.Context, namespace, name string, uid t
 }
 
 // interactiveSettings is what the buttons' receivers are made of, by
-// sink: a reload may not change it.
-func interactiveSettings(cfg *config.Config) map[string]config.SlackSink {
-	out := map[string]config.SlackSink{}
+// sink: a reload may not change it. Tokens by where they come from, not
+// their values: a rotated token file must not make an unrelated reload
+// fail (the receiver reads the value at start).
+func interactiveSettings(cfg *config.Config) map[string]string {
+	out := map[string]string{}
 	for _, sc := range cfg.Sinks {
-		if sl := sc.Slack; sl != nil && sl.Interactive != nil {
-			out[sc.Name] = config.SlackSink{Token: sl.Token, APIURL: sl.APIURL, Interactive: sl.Interactive}
+		sl := sc.Slack
+		if sl == nil || sl.Interactive == nil {
+			continue
 		}
+		token, app := "", ""
+		if sl.Token != nil {
+			token = sl.Token.String()
+		}
+		if sl.Interactive.AppToken != nil {
+			app = sl.Interactive.AppToken.String()
+		}
+		allow, _ := json.Marshal(sl.Interactive.Allow)
+		out[sc.Name] = strings.Join([]string{token, app, sl.APIURL, string(allow)}, "\x00")
 	}
 	return out
 }

@@ -9,6 +9,7 @@ package slackact
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_slack_actions_total",
-			Help: "Presses of herald's Slack buttons, by action and result (done, already, refused, forbidden, failed, unknown)."}, []string{"action", "result"}),
+			Help: "Presses of herald's Slack buttons, by action and result (done, already, refused, forbidden, limited, failed, unknown)."}, []string{"action", "result"}),
 		Connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_slack_socket_connected",
 			Help: "1 while this replica (the leader) holds the Slack Socket Mode connection."}),
 	}
@@ -123,16 +124,28 @@ func (r *Receiver) limited(p actions.Press) string {
 		return "Too many presses: at most " + strconv.Itoa(pressesPerMinute) + " a minute. Nothing was done; try again in a minute."
 	}
 	r.presses[p.Actor.ID] = append(recent, now)
-	if p.Kind == actions.MoreLogs {
-		if len(r.moreLogs) > maxTracked {
-			clear(r.moreLogs)
-		}
-		if at, ok := r.moreLogs[p.IncidentID]; ok && now.Sub(at) < moreLogsEvery {
-			return "More logs of this incident were posted in its thread " + strconv.Itoa(int(now.Sub(at).Seconds())) + " s ago; ask again in a few minutes."
-		}
-		r.moreLogs[p.IncidentID] = now
+	return ""
+}
+
+// logsPostedLately says why More logs does not answer incident id again
+// so soon ("" when it may): its last reply is in the thread.
+func (r *Receiver) logsPostedLately(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if at, ok := r.moreLogs[id]; ok && time.Since(at) < moreLogsEvery {
+		return "More logs of this incident were posted in its thread " + strconv.Itoa(int(time.Since(at).Seconds())) + " s ago; ask again in a few minutes."
 	}
 	return ""
+}
+
+// logsPosted records that incident id's logs are in its thread now.
+func (r *Receiver) logsPosted(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.moreLogs) > maxTracked {
+		clear(r.moreLogs)
+	}
+	r.moreLogs[id] = time.Now()
 }
 
 // Paces of presses, and how many people and incidents they are kept for.
@@ -152,7 +165,9 @@ func New(opts Options) *Receiver {
 	if opts.GroupsTTL == 0 {
 		opts.GroupsTTL = time.Minute
 	}
-	apiOpts := []slack.Option{slack.OptionAppLevelToken(opts.AppToken)}
+	// Its own client with a timeout: slack-go's default has none, and a
+	// hung answer would hold every press behind it.
+	apiOpts := []slack.Option{slack.OptionAppLevelToken(opts.AppToken), slack.OptionHTTPClient(&http.Client{Timeout: pressTimeout})}
 	if opts.APIURL != "" {
 		apiOpts = append(apiOpts, slack.OptionAPIURL(strings.TrimSuffix(opts.APIURL, "/")+"/"))
 	}
@@ -227,41 +242,49 @@ func (r *Receiver) handle(ctx context.Context, cb slack.InteractionCallback) {
 }
 
 func (r *Receiver) press(ctx context.Context, cb slack.InteractionCallback, p actions.Press) {
+	// Bounded, answers to Slack included: presses are handled one at a
+	// time, and Slack gives up on an answer after a few seconds (and
+	// delivers the press again, which claim turns away here, and the next
+	// leader finds done).
+	ctx, cancel := context.WithTimeout(ctx, pressTimeout)
+	defer cancel()
 	channel, ts := cb.Channel.ID, cb.Container.MessageTs
 	if channel == "" {
 		channel = cb.Container.ChannelID
 	}
 	log := r.opts.Logger.With("sink", r.opts.Sink, "action", string(p.Kind), "incident", p.IncidentID, "user", p.Actor.By())
-	if why := r.notOurs(p, channel, ts); why != "" {
-		r.count(string(p.Kind), "refused")
+	refuse := func(result, why string) {
+		r.count(string(p.Kind), result)
 		log.Warn("Slack press refused", "why", why)
 		r.ephemeral(ctx, channel, p.Actor.ID, why)
+	}
+	if why := r.notOurs(p, channel, ts); why != "" {
+		refuse("refused", why)
 		return
 	}
 	if why := r.limited(p); why != "" {
-		r.count(string(p.Kind), "limited")
-		log.Info("Slack press refused", "why", why)
-		r.ephemeral(ctx, channel, p.Actor.ID, why)
+		refuse("limited", why)
 		return
 	}
 	if ok, why := r.allowed(ctx, p); !ok {
-		r.count(string(p.Kind), "forbidden")
-		log.Warn("Slack press refused", "why", why)
-		r.ephemeral(ctx, channel, p.Actor.ID, why)
+		refuse("forbidden", why)
 		return
 	}
-	// Bounded: presses are handled one at a time, and Slack gives up on
-	// an answer after a few seconds (and delivers the press again, which
-	// claim turns away here, and the next leader finds done).
-	actx, cancel := context.WithTimeout(ctx, pressTimeout)
-	defer cancel()
-	res := r.opts.Executor.Do(actx, p)
+	if p.Kind == actions.MoreLogs {
+		if why := r.logsPostedLately(p.IncidentID); why != "" {
+			refuse("limited", why)
+			return
+		}
+	}
+	res := r.opts.Executor.Do(ctx, p)
 	r.count(string(p.Kind), string(res.Outcome))
 	log.Info("Slack press", "result", res.Outcome, "said", res.Say)
 	switch {
 	case res.Quiet:
 	case p.Kind == actions.MoreLogs && res.Logs != nil:
-		r.reply(ctx, channel, ts, logsReply(p.IncidentID, res.Logs))
+		if r.reply(ctx, channel, ts, logsReply(p.IncidentID, res.Logs)) {
+			r.logsPosted(p.IncidentID)
+		}
 	case res.Outcome == actions.Done && p.Kind != actions.Acknowledge:
 		// The message itself changes through the incident's own
 		// notification (silenced, acknowledged); the thread says who.
@@ -343,10 +366,12 @@ func (r *Receiver) ephemeral(ctx context.Context, channel, user, text string) {
 	}
 }
 
-func (r *Receiver) reply(ctx context.Context, channel, ts, text string) {
+func (r *Receiver) reply(ctx context.Context, channel, ts, text string) bool {
 	if _, _, err := r.api.PostMessageContext(ctx, channel, slack.MsgOptionTS(ts), slack.MsgOptionText(text, false)); err != nil {
 		r.opts.Logger.Warn("answering a Slack press in its thread (chat.postMessage)", "error", err)
+		return false
 	}
+	return true
 }
 
 func (r *Receiver) count(action, result string) {
