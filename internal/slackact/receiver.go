@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/actions"
@@ -36,8 +37,13 @@ var kinds = map[string]actions.Kind{
 	slacksink.ActionMoreLogs:        actions.MoreLogs,
 }
 
-// pressTimeout bounds one press's work (API requests, the ledger write).
-const pressTimeout = 10 * time.Second
+// pressTimeout bounds one press's work (API requests, the ledger write);
+// refWait how long a press waits for the sink to record where its
+// message is.
+const (
+	pressTimeout = 10 * time.Second
+	refWait      = 2 * time.Second
+)
 
 // Options wire a Receiver.
 type Options struct {
@@ -95,10 +101,18 @@ type Receiver struct {
 // (the ledger keeps where). Otherwise a press on another sink's or
 // another cluster's message, sharing this Slack app, would be judged by
 // this sink's allow list and act on whatever incident here has that ID.
-func (r *Receiver) notOurs(p actions.Press, channel, ts string) string {
+func (r *Receiver) notOurs(ctx context.Context, p actions.Press, channel, ts string) string {
 	inc, ok := r.opts.Executor.Lookup(p.IncidentID)
 	if !ok {
 		return "" // the executor says it does not know the incident
+	}
+	if inc.Refs[r.opts.Sink] == "" {
+		// The sink records where its message is once Slack has answered
+		// its post: a press can come first by a few milliseconds.
+		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, refWait, true, func(context.Context) (bool, error) {
+			inc, _ = r.opts.Executor.Lookup(p.IncidentID)
+			return inc.Refs[r.opts.Sink] != "", nil
+		})
 	}
 	if ref := inc.Refs[r.opts.Sink]; ref == "" || ref != channel+":"+ts {
 		return "This button is not on the message herald posted for incident " + p.IncidentID + " here (another cluster's or another sink's herald shares this Slack app?): nothing was done. Give each herald its own Slack app (docs/buttons.md)."
@@ -258,7 +272,7 @@ func (r *Receiver) press(ctx context.Context, cb slack.InteractionCallback, p ac
 		log.Warn("Slack press refused", "why", why)
 		r.ephemeral(ctx, channel, p.Actor.ID, why)
 	}
-	if why := r.notOurs(p, channel, ts); why != "" {
+	if why := r.notOurs(ctx, p, channel, ts); why != "" {
 		refuse("refused", why)
 		return
 	}
