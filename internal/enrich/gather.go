@@ -78,33 +78,12 @@ func (e *Enricher) gather(ctx context.Context, n incident.Notification) *inciden
 	}
 	if wantLogs && e.opts.Logs {
 		wg.Go(func() {
-			// The crashed instance: the previous container while the
-			// kubelet backs off or has restarted it; the current one
-			// when it is the one that just exited.
-			previous := restarts(inc) > 0 && inc.Facts["state"] != "terminated"
-			limit := int64(e.opts.MaxBytes * fetchFactor)
-			tail := int64(e.opts.Lines) + 1 // one more than kept: were older lines cut?
-			err := e.timed(ctx, "logs", func(ctx context.Context) error {
-				b, err := e.opts.Source.Logs(ctx, ns, pod, &corev1.PodLogOptions{Container: inc.Container, Previous: previous, TailLines: &tail, LimitBytes: &limit})
-				if err == nil && previous && kubeletLostLog(b) {
-					// The kubelet has removed the previous container
-					// already (it keeps one dead container per
-					// container); the current instance's log is the
-					// nearest there is.
-					previous = false
-					b, err = e.opts.Source.Logs(ctx, ns, pod, &corev1.PodLogOptions{Container: inc.Container, TailLines: &tail, LimitBytes: &limit})
-				}
-				if err == nil && kubeletLostLog(b) {
-					return errLogGone
-				}
-				if err == nil {
-					lines, cut := cleanTail(b, e.opts.Lines, e.opts.MaxBytes, e.opts.Redactor)
-					mu.Lock()
-					c.Logs = &incident.Logs{Container: inc.Container, Previous: previous, Lines: lines, Truncated: cut}
-					mu.Unlock()
-				}
-				return err
-			})
+			logs, err := e.crashedLog(ctx, inc, ns, pod, e.opts.Lines, e.opts.MaxBytes)
+			if err == nil {
+				mu.Lock()
+				c.Logs = logs
+				mu.Unlock()
+			}
 			if err != nil {
 				note("logs", err)
 			}
@@ -255,4 +234,35 @@ func splitKey(key string) (kind, namespace, name string) {
 	kind, rest, _ := strings.Cut(key, "/")
 	namespace, name, _ = strings.Cut(rest, "/")
 	return kind, namespace, name
+}
+
+// crashedLog reads the last lines (at most maxBytes once cleaned) of
+// the crashed instance of inc's container in pod, redacted: the previous
+// container while the kubelet backs off or has restarted it; the current
+// one when it is the one that just exited.
+func (e *Enricher) crashedLog(ctx context.Context, inc incident.Incident, ns, pod string, lines, maxBytes int) (*incident.Logs, error) {
+	previous := restarts(inc) > 0 && inc.Facts["state"] != "terminated"
+	limit := int64(maxBytes * fetchFactor)
+	tail := int64(lines) + 1 // one more than kept: were older lines cut?
+	var logs *incident.Logs
+	err := e.timed(ctx, "logs", func(ctx context.Context) error {
+		b, err := e.opts.Source.Logs(ctx, ns, pod, &corev1.PodLogOptions{Container: inc.Container, Previous: previous, TailLines: &tail, LimitBytes: &limit})
+		if err == nil && previous && kubeletLostLog(b) {
+			// The kubelet has removed the previous container already
+			// (it keeps one dead container per container); the current
+			// instance's log is the nearest there is.
+			previous = false
+			b, err = e.opts.Source.Logs(ctx, ns, pod, &corev1.PodLogOptions{Container: inc.Container, TailLines: &tail, LimitBytes: &limit})
+		}
+		if err == nil && kubeletLostLog(b) {
+			return errLogGone
+		}
+		if err != nil {
+			return err
+		}
+		kept, cut := cleanTail(b, lines, maxBytes, e.opts.Redactor)
+		logs = &incident.Logs{Container: inc.Container, Previous: previous, Lines: kept, Truncated: cut}
+		return nil
+	})
+	return logs, err
 }

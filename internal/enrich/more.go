@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/herald-k8s/herald/internal/incident"
 )
 
@@ -42,27 +40,7 @@ func (e *Enricher) MoreLogs(ctx context.Context, inc incident.Incident, lines in
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Wait)
 	defer cancel()
-	maxBytes := e.opts.MaxBytes * max(1, lines/max(1, e.opts.Lines))
-	previous := restarts(inc) > 0 && inc.Facts["state"] != "terminated"
-	limit := int64(maxBytes * fetchFactor)
-	tail := int64(lines) + 1
-	var logs *incident.Logs
-	err := e.timed(ctx, "logs", func(ctx context.Context) error {
-		b, err := e.opts.Source.Logs(ctx, ns, pod, &corev1.PodLogOptions{Container: inc.Container, Previous: previous, TailLines: &tail, LimitBytes: &limit})
-		if err == nil && previous && kubeletLostLog(b) {
-			previous = false
-			b, err = e.opts.Source.Logs(ctx, ns, pod, &corev1.PodLogOptions{Container: inc.Container, TailLines: &tail, LimitBytes: &limit})
-		}
-		if err == nil && kubeletLostLog(b) {
-			return errLogGone
-		}
-		if err != nil {
-			return err
-		}
-		kept, cut := cleanTail(b, lines, maxBytes, e.opts.Redactor)
-		logs = &incident.Logs{Container: inc.Container, Previous: previous, Lines: kept, Truncated: cut}
-		return nil
-	})
+	logs, err := e.crashedLog(ctx, inc, ns, pod, lines, e.opts.MaxBytes*max(1, lines/max(1, e.opts.Lines)))
 	if err != nil {
 		return nil, errors.New(e.explain("logs", err))
 	}
