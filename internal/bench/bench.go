@@ -43,6 +43,11 @@ type Options struct {
 	Step time.Duration
 	// Drain is how long to wait after a step for late events.
 	Drain time.Duration
+	// NoContext turns herald's crash context off (context.enabled:
+	// false); on, as by default, it lists each crashed pod's Events and
+	// asks for its log (the bench's pods run on no node, so the API
+	// server answers that at once).
+	NoContext bool
 	// Dir receives the report (bench.json), profiles and herald's logs.
 	Dir  string
 	Logf func(format string, args ...any)
@@ -146,7 +151,7 @@ func (r *run) setUp(ctx context.Context) error {
 	r.recv = newReceiver()
 	r.config = filepath.Join(r.opts.Dir, "herald.yaml")
 	r.pods = newPods(0)
-	return os.WriteFile(r.config, []byte(heraldConfig(r.recv.URL)), 0o600)
+	return os.WriteFile(r.config, []byte(heraldConfig(r.recv.URL, !r.opts.NoContext)), 0o600)
 }
 
 // size grows the cluster to n pods, then times a bare LIST and herald's

@@ -119,12 +119,13 @@ func awaitComplete(o *observer, timeout time.Duration) {
 
 // heraldConfig is the configuration herald runs with: the crash-loop
 // rule on every pod, notifying the loopback webhook.
-func heraldConfig(url string) string {
+func heraldConfig(url string, crashContext bool) string {
 	return fmt.Sprintf(`# herald-bench: one crash-loop rule, one webhook. The bench measures the
 # delivery of every crash and every recovery, so the damping that merges
 # them (settle time, hold-down, flap damping; docs/incidents.md) is off,
 # and so is the cap on a namespace's open incidents (one storm is 10,000).
 incidents: {startup: silent, resolveHoldDown: 0s, flapping: {starts: 0}, maxOpenPerNamespace: 0}
+context: {enabled: %t}
 rules:
   - name: pod-crashloop
     kind: Pod
@@ -136,5 +137,5 @@ sinks:
   - name: hook
     queueSize: 100000
     webhook: {url: %s/herald}
-`, url)
+`, crashContext, url)
 }
