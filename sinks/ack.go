@@ -20,13 +20,13 @@ import (
 // Silence's createdBy.
 const maxWho = 80
 
-// who is a name as one visible line of at most maxWho characters, as
+// Who is a name as one visible line of at most maxWho characters, as
 // internal/silence makes a createdBy: a line break, a control character
 // or a bidi override in a display name must not write a line of its own
 // into the message (a forged "Resolved") nor turn the text around it;
 // each is a space, and runs of spaces one. A backtick, which Slack's
 // mrkdwn has no escape for, must not open code: it reads as a quote.
-func who(s string) string {
+func Who(s string) string {
 	s = strings.Map(func(r rune) rune {
 		switch {
 		case r == utf8.RuneError, r == '\u2028', r == '\u2029', unicode.IsControl(r), unicode.Is(unicode.Bidi_Control, r):
@@ -42,10 +42,10 @@ func who(s string) string {
 // AckName is how people read who acknowledged: their name, else the
 // actor herald knows ("slack:U0123ABC").
 func AckName(a incident.Ack) string {
-	if n := who(a.Name); n != "" {
+	if n := Who(a.Name); n != "" {
 		return n
 	}
-	return who(a.By)
+	return Who(a.By)
 }
 
 // AckedBy is the acknowledgement's line, "Acknowledged by ana · 3 min
@@ -69,4 +69,4 @@ func Acked(n incident.Notification, now time.Time) string {
 
 // MutedWho is who asked for the silence that mutes the incident, as one
 // visible line ("slack:U0AB12CD (ana)", "alice"); "" when nobody did.
-func MutedWho(inc incident.Incident) string { return who(inc.MutedWho) }
+func MutedWho(inc incident.Incident) string { return Who(inc.MutedWho) }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,16 +162,7 @@ func TestSlackButtons(t *testing.T) {
 	if err := env.InstallCRDs(ctx, silenceCRDs); err != nil {
 		t.Fatal(err)
 	}
-	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(_ context.Context, r testenv.LogRequest) ([]string, int) {
-		if !r.Previous {
-			return []string{"starting again"}, http.StatusOK
-		}
-		return crashLog(), http.StatusOK
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kubelet.Close()
+	startCrashKubelet(t, client)
 	sl, pd := buttonsSlack(t), oncalltest.NewPagerDuty(t)
 	cfg := fmt.Sprintf(buttonsConfig, sl.URL()+"/api/", pd.URL)
 	metrics := freeAddr(t)

@@ -73,6 +73,24 @@ func fakeSlackAPI(t *testing.T) (*httptest.Server, func() string) {
 	return srv, func() string { mu.Lock(); defer mu.Unlock(); return got.String() }
 }
 
+// startCrashKubelet registers node-1 with a kubelet stand-in that
+// answers the crashed instance's log (crashLog) and "starting again" for
+// the current one; it stops when the test ends.
+func startCrashKubelet(t *testing.T, client kubernetes.Interface) *testenv.Kubelet {
+	t.Helper()
+	kubelet, err := testenv.StartKubelet(context.Background(), client, "node-1", func(_ context.Context, r testenv.LogRequest) ([]string, int) {
+		if !r.Previous {
+			return []string{"starting again"}, http.StatusOK
+		}
+		return crashLog(), http.StatusOK
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kubelet.Close)
+	return kubelet
+}
+
 func podOnNode(t *testing.T, client kubernetes.Interface, name, node string) {
 	t.Helper()
 	pod := newPod(name)
@@ -105,16 +123,7 @@ func TestCrashContextEndToEnd(t *testing.T) {
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()
-	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(_ context.Context, r testenv.LogRequest) ([]string, int) {
-		if !r.Previous {
-			return []string{"starting again"}, http.StatusOK
-		}
-		return crashLog(), http.StatusOK
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kubelet.Close()
+	kubelet := startCrashKubelet(t, client)
 	recv := newReceiver(t)
 	slackAPI, slackGot := fakeSlackAPI(t)
 	bus := natstest.Start(t, t.TempDir(), 0)

@@ -365,7 +365,7 @@ func silenceRef(s *unstructured.Unstructured) corev1.ObjectReference {
 }
 
 func objectRef(inc incident.Incident) corev1.ObjectReference {
-	ref := corev1.ObjectReference{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name, UID: typesUID(inc.Object.UID)}
+	ref := corev1.ObjectReference{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name, UID: types.UID(inc.Object.UID)}
 	switch inc.Object.Kind {
 	case "Pod", "Node", "Namespace":
 		ref.APIVersion = "v1"
@@ -392,8 +392,6 @@ func words(d time.Duration) string {
 	}
 	return d.String()
 }
-
-func typesUID(s string) types.UID { return types.UID(s) }
 
 // Lookup returns the incident a press names.
 func (x *Executor) Lookup(id string) (incident.Incident, bool) { return x.opts.Incidents.Lookup(id) }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/actions"
+	"github.com/herald-k8s/herald/sinks"
 	slacksink "github.com/herald-k8s/herald/sinks/slack"
 )
 
@@ -200,7 +201,7 @@ func (r *Receiver) handle(ctx context.Context, cb slack.InteractionCallback) {
 		if !r.claim(key) {
 			continue // this delivery repeats one handled here
 		}
-		p := actions.Press{Key: key, Kind: kind, IncidentID: a.Value, Actor: actions.Actor{Via: "slack", ID: cb.User.ID, Name: oneLine(firstOf(cb.User.Name, cb.User.ID))}}
+		p := actions.Press{Key: key, Kind: kind, IncidentID: a.Value, Actor: actions.Actor{Via: "slack", ID: cb.User.ID, Name: sinks.Who(firstOf(cb.User.Name, cb.User.ID))}}
 		r.press(ctx, cb, p)
 	}
 }

@@ -3,7 +3,6 @@ package slackact
 import (
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
@@ -16,20 +15,6 @@ const maxReply = 12000
 // escape keeps text herald did not write (a name, a reason) from becoming
 // Slack markup: no mention, no link, no code fence.
 func escape(s string) string { return sinks.SlackEscape(sinks.Unfence(s)) }
-
-// oneLine is a Slack display name as one line of at most 80 characters.
-func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, s)
-	if r := []rune(s); len(r) > 80 {
-		s = string(r[:80]) + "…"
-	}
-	return strings.TrimSpace(s)
-}
 
 // logsReply is More logs' thread reply: the lines (already redacted) in
 // a code block, the newest kept when they do not all fit.
