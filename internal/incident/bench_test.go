@@ -42,14 +42,25 @@ func BenchmarkReconcile(b *testing.B) {
 }
 
 // BenchmarkLedgerFlush is what the ledger writer spends each second under
-// churn on a tracker of 1,000 incidents: one incident changed since the
-// last flush, then the copy for the store and its encoding into shards
-// (the API write itself is not in it).
+// churn on a tracker of 1,000 open incidents and 5,000 resolved ones kept
+// for the retention period (a minute of a storm at 100 crashes/s): one
+// incident changed since the last flush, then the snapshot for the store
+// and its encoding into shards (the API write itself is not in it).
 func BenchmarkLedgerFlush(b *testing.B) {
 	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
 	tr := NewTracker(Options{Now: clock.now, Retention: time.Hour})
 	for i := range 1000 {
 		tr.Reconcile(fmt.Sprintf("Pod/shop/other-%d", i), []rules.Finding{podFinding(fmt.Sprintf("other-%d", i), 1)})
+	}
+	for i := range 5000 {
+		key := fmt.Sprintf("Pod/shop/gone-%d", i)
+		fired, _ := tr.Reconcile(key, []rules.Finding{podFinding(fmt.Sprintf("gone-%d", i), 1)})
+		resolved, _ := tr.Reconcile(key, nil)
+		for _, n := range append(fired, resolved...) {
+			for _, sink := range n.Incident.Sinks {
+				tr.Delivered(n, sink)
+			}
+		}
 	}
 	store := NewConfigMapStore(nil, "default", "herald-ledger")
 	crash := []rules.Finding{podFinding("api", 1)}
@@ -60,7 +71,7 @@ func BenchmarkLedgerFlush(b *testing.B) {
 		} else {
 			tr.Reconcile("Pod/shop/api", nil)
 		}
-		incs, _ := tr.Snapshot()
+		incs, _ := tr.SharedSnapshot()
 		shards, err := store.layout(incs)
 		if err != nil {
 			b.Fatal(err)

@@ -167,6 +167,16 @@ func decodeShard(data string) (incs []Incident, skipped int, err error) {
 // shard, then the hashed shards that changed, then deletes what is no
 // longer needed.
 func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
+	shared := make([]*Incident, len(incs))
+	for i := range incs {
+		shared[i] = &incs[i]
+	}
+	return s.SaveShared(ctx, shared)
+}
+
+// SaveShared implements SharedStore: Save without a copy of each
+// incident. It reads incs only while it runs.
+func (s *ConfigMapStore) SaveShared(ctx context.Context, incs []*Incident) error {
 	s.gen++
 	s.fenced = false
 	shards, err := s.layout(incs)
@@ -208,14 +218,14 @@ func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 
 // layout places incs: resolved ones whose deliveries are done in the
 // archive, the others in hashed shards, which it returns.
-func (s *ConfigMapStore) layout(incs []Incident) (map[string]shardData, error) {
+func (s *ConfigMapStore) layout(incs []*Incident) (map[string]shardData, error) {
 	encoded, err := s.encode(incs)
 	if err != nil {
 		return nil, err
 	}
 	live := make([]int, 0, len(incs))
 	for i := range incs {
-		if archivable(&incs[i]) {
+		if archivable(incs[i]) {
 			s.archive.keep(s.name, incs[i].ID, encoded[i].rev, len(encoded[i].json))
 		} else {
 			s.archive.forget(incs[i].ID)
@@ -271,7 +281,7 @@ type shardData struct {
 // encode returns every incident's JSON at its revision, reusing what
 // was encoded before: most incidents did not change since the last write.
 // Incidents gone from the ledger leave the archive.
-func (s *ConfigMapStore) encode(incs []Incident) ([]*encodedIncident, error) {
+func (s *ConfigMapStore) encode(incs []*Incident) ([]*encodedIncident, error) {
 	s.calls++
 	encoded := make([]*encodedIncident, len(incs))
 	for i, inc := range incs {
@@ -282,7 +292,7 @@ func (s *ConfigMapStore) encode(incs []Incident) ([]*encodedIncident, error) {
 			s.encoded[inc.ID] = e
 		}
 		if e.json == nil || e.rev != inc.rev {
-			b, err := encodeForLedger(&incs[i])
+			b, err := encodeForLedger(inc)
 			if err != nil {
 				return nil, err
 			}
@@ -304,7 +314,7 @@ func (s *ConfigMapStore) encode(incs []Incident) ([]*encodedIncident, error) {
 // each fits. A shard holding the same incidents at the same revisions as
 // when it was last written is not built again: under churn most are not
 // touched.
-func (s *ConfigMapStore) shard(incs []Incident, encoded []*encodedIncident, live []int) (map[string]shardData, error) {
+func (s *ConfigMapStore) shard(incs []*Incident, encoded []*encodedIncident, live []int) (map[string]shardData, error) {
 	total := 0
 	for _, i := range live {
 		total += len(encoded[i].json) + 1
@@ -342,7 +352,7 @@ func (s *ConfigMapStore) shard(incs []Incident, encoded []*encodedIncident, live
 
 // build returns the data of the shard holding incs[part]: what was last
 // written if it holds the same incidents at the same revisions.
-func (s *ConfigMapStore) build(name string, part []int, incs []Incident, encoded []*encodedIncident, size int) shardData {
+func (s *ConfigMapStore) build(name string, part []int, incs []*Incident, encoded []*encodedIncident, size int) shardData {
 	holds := make([]shardEntry, len(part))
 	for j, i := range part {
 		holds[j] = shardEntry{id: incs[i].ID, rev: encoded[i].rev}

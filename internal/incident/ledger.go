@@ -19,6 +19,14 @@ type Store interface {
 	Save(ctx context.Context, incs []Incident) error
 }
 
+// SharedStore is a Store that can save the tracker's shared snapshot
+// (Tracker.SharedSnapshot) without a copy of each incident; the
+// ConfigMap store is one. It must not modify or keep the incidents.
+type SharedStore interface {
+	Store
+	SaveShared(ctx context.Context, incs []*Incident) error
+}
+
 // MemoryStore keeps the ledger in memory: for tests and --no-persist.
 type MemoryStore struct {
 	mu   sync.Mutex
@@ -59,8 +67,8 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 		if t.Version() == saved {
 			return nil // nothing changed: not even a copy of the ledger is made
 		}
-		incs, version := t.Snapshot()
-		if err := store.Save(ctx, incs); err != nil {
+		n, version, err := save(ctx, t, store)
+		if err != nil {
 			if errors.Is(err, ErrConflict) {
 				logger.Error("the incident ledger was written by another replica; stopping, not overwriting it", "error", err)
 				m.conflicted()
@@ -72,7 +80,7 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 			}
 			return nil
 		}
-		m.wrote(len(incs))
+		m.wrote(n)
 		saved = version
 		if m != nil {
 			m.Saved.set(version)
@@ -97,6 +105,17 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 			return flush(final)
 		}
 	}
+}
+
+// save writes the tracker's state to store and says how many incidents
+// it holds.
+func save(ctx context.Context, t *Tracker, store Store) (int, uint64, error) {
+	if shared, ok := store.(SharedStore); ok {
+		incs, version := t.SharedSnapshot()
+		return len(incs), version, shared.SaveShared(ctx, incs)
+	}
+	incs, version := t.Snapshot()
+	return len(incs), version, store.Save(ctx, incs)
 }
 
 // ErrFenced, as the cause of a context's end, says this replica stopped

@@ -101,7 +101,11 @@ func TestOversizedIncidentFitsTheLedger(t *testing.T) {
 		huge.Pending = append(huge.Pending, Pending{Seq: i, Transition: Updated, Change: strings.Repeat("c", 100), Sinks: []string{"slack"}})
 	}
 	store := NewConfigMapStore(nil, "default", "herald-ledger")
-	shards, err := store.layout(incs)
+	shared := make([]*Incident, len(incs))
+	for i := range incs {
+		shared[i] = &incs[i]
+	}
+	shards, err := store.layout(shared)
 	if err != nil {
 		t.Fatalf("layout: %v", err)
 	}

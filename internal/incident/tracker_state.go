@@ -107,6 +107,20 @@ func (t *Tracker) all() []*Incident {
 // Snapshot returns copies of every incident for the ledger, dropping
 // resolved ones past the retention period whose deliveries are done.
 func (t *Tracker) Snapshot() ([]Incident, uint64) {
+	shared, version := t.SharedSnapshot()
+	out := make([]Incident, len(shared))
+	for i, inc := range shared {
+		out[i] = *inc
+	}
+	return out, version
+}
+
+// SharedSnapshot is Snapshot without the copy: the incidents it returns
+// are the ledger's own copies, shared with the next snapshots while they
+// do not change, and must not be modified. The ledger writer reads these:
+// copying every retained incident each second was the largest part of a
+// flush.
+func (t *Tracker) SharedSnapshot() ([]*Incident, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.opts.Now()
@@ -119,11 +133,8 @@ func (t *Tracker) Snapshot() ([]Incident, uint64) {
 		}
 	}
 	all := t.all()
-	// Sorted as pointers: swapping whole incidents cost more than the rest
-	// of the flush.
-	slices.SortFunc(all, func(a, b *Incident) int { return strings.Compare(a.ID, b.ID) })
-	out := make([]Incident, 0, len(all))
-	for _, inc := range all {
+	out := make([]*Incident, len(all))
+	for i, inc := range all {
 		// Most incidents did not change since the last flush: their
 		// copy is reused rather than made again each second.
 		if inc.snap == nil || inc.snap.rev != inc.rev {
@@ -134,8 +145,9 @@ func (t *Tracker) Snapshot() ([]Incident, uint64) {
 			}
 			inc.snap = &s
 		}
-		out = append(out, *inc.snap)
+		out[i] = inc.snap
 	}
+	slices.SortFunc(out, func(a, b *Incident) int { return strings.Compare(a.ID, b.ID) })
 	return out, t.version
 }
 
