@@ -2,7 +2,9 @@ package watcher
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"sync"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,10 +22,31 @@ import (
 // The metadata the event handlers and indexes read stays as fields (its
 // repetitive strings interned across pods); the spec and status, trimmed
 // to what the detectors read, are kept as protobuf and decoded only when
-// a worker reconciles the pod (Watcher.Get does that), a few µs.
+// a worker reconciles the pod (Watcher.Get does that), a few µs. The
+// trimmed spec (containers' names, images, memory limits) is the same
+// for every replica of a workload, so it is kept once for all of them,
+// and decoded once; the node name, which differs, is kept apart.
 type CompactPod struct {
 	metav1.ObjectMeta
-	spec, status []byte // protobuf of the trimmed PodSpec and PodStatus; never modified
+	nodeName string
+	spec     *sharedSpec // the trimmed PodSpec but its node name
+	status   []byte      // protobuf of the trimmed PodStatus; never modified
+}
+
+// sharedSpec is a trimmed PodSpec's encoding, shared by the cached pods
+// that have it, and its decoding, made the first time one of them is
+// expanded and then shared too: a decode per reconcile was a measurable
+// share of herald's CPU and allocation (issue #34).
+type sharedSpec struct {
+	raw  string
+	once sync.Once
+	spec corev1.PodSpec
+	err  error
+}
+
+func (s *sharedSpec) decoded() (*corev1.PodSpec, error) {
+	s.once.Do(func() { s.err = s.spec.Unmarshal([]byte(s.raw)) })
+	return &s.spec, s.err
 }
 
 // GetObjectKind is empty, as for every object of a typed informer.
@@ -32,18 +55,23 @@ func (c *CompactPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObje
 // DeepCopyObject copies the metadata; the encoded spec and status are
 // immutable and shared.
 func (c *CompactPod) DeepCopyObject() runtime.Object {
-	out := &CompactPod{spec: c.spec, status: c.status}
+	out := &CompactPod{nodeName: c.nodeName, spec: c.spec, status: c.status}
 	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
 
-// Pod decodes the cached pod into a new corev1.Pod the caller owns.
+// Pod decodes the cached pod into a corev1.Pod. Like every object a
+// cache hands out it must not be modified: its metadata's maps and slices
+// are the cache's, and its spec's are shared with the other pods of the
+// same spec; only the status is decoded anew.
 func (c *CompactPod) Pod() (*corev1.Pod, error) {
-	pod := &corev1.Pod{}
-	c.ObjectMeta.DeepCopyInto(&pod.ObjectMeta)
-	if err := pod.Spec.Unmarshal(c.spec); err != nil {
+	pod := &corev1.Pod{ObjectMeta: c.ObjectMeta}
+	spec, err := c.spec.decoded()
+	if err != nil {
 		return nil, fmt.Errorf("decoding cached pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
+	pod.Spec = *spec
+	pod.Spec.NodeName = c.nodeName
 	if err := pod.Status.Unmarshal(c.status); err != nil {
 		return nil, fmt.Errorf("decoding cached pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
@@ -87,8 +115,8 @@ func compactPod(pod *corev1.Pod, in *interner) (*CompactPod, error) {
 		o.APIVersion, o.Kind, o.Name, o.UID = in.get(o.APIVersion), in.get(o.Kind), in.get(o.Name), in.uid(o.UID)
 		c.OwnerReferences = append(c.OwnerReferences, o)
 	}
-	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName,
-		Containers: trimContainers(pod.Spec.Containers), InitContainers: trimContainers(pod.Spec.InitContainers)}
+	c.nodeName = in.get(pod.Spec.NodeName)
+	spec := corev1.PodSpec{Containers: trimContainers(pod.Spec.Containers), InitContainers: trimContainers(pod.Spec.InitContainers)}
 	s := pod.Status
 	status := corev1.PodStatus{Phase: s.Phase, Reason: s.Reason, Message: s.Message, StartTime: s.StartTime,
 		ContainerStatuses: trimStatuses(s.ContainerStatuses), InitContainerStatuses: trimStatuses(s.InitContainerStatuses)}
@@ -96,10 +124,11 @@ func compactPod(pod *corev1.Pod, in *interner) (*CompactPod, error) {
 		status.Conditions = append(status.Conditions, corev1.PodCondition{Type: cond.Type, Status: cond.Status,
 			Reason: cond.Reason, Message: cond.Message, LastTransitionTime: cond.LastTransitionTime})
 	}
-	var err error
-	if c.spec, err = spec.Marshal(); err != nil {
+	raw, err := spec.Marshal()
+	if err != nil {
 		return nil, err
 	}
+	c.spec = in.spec(raw)
 	if c.status, err = status.Marshal(); err != nil {
 		return nil, err
 	}
@@ -145,9 +174,38 @@ type interner struct {
 	mu    sync.Mutex
 	m     map[string]string
 	limit int
+	// specs holds each trimmed pod spec some cached pod has; an entry
+	// goes when the last pod holding it does, so there is no limit to
+	// reach: the pods bound it.
+	specs map[string]weak.Pointer[sharedSpec]
 }
 
-func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
+func newInterner(limit int) *interner {
+	return &interner{m: map[string]string{}, limit: limit, specs: map[string]weak.Pointer[sharedSpec]{}}
+}
+
+// spec returns the shared spec whose encoding is raw.
+func (in *interner) spec(raw []byte) *sharedSpec {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if s := in.specs[string(raw)].Value(); s != nil {
+		return s
+	}
+	s := &sharedSpec{raw: string(raw)}
+	in.specs[s.raw] = weak.Make(s)
+	goruntime.AddCleanup(s, in.forgetSpec, s.raw)
+	return s
+}
+
+// forgetSpec drops the entry of a spec no cached pod holds any more
+// (unless one with the same encoding took its place).
+func (in *interner) forgetSpec(raw string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if wp, ok := in.specs[raw]; ok && wp.Value() == nil {
+		delete(in.specs, raw)
+	}
+}
 
 func (in *interner) get(s string) string {
 	in.mu.Lock()

@@ -27,7 +27,7 @@ func crashingPod(name string) *corev1.Pod {
 			Annotations: map[string]string{"note": "not cached compact"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "shop-5d8f",
 				UID: "4a2c5e0e-0000-4000-8000-000000000001", Controller: ptr.To(true)}}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "shop:1",
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "shop:1",
 			Env:       []corev1.EnvVar{{Name: "A", Value: "not cached compact"}},
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
 	}
@@ -119,6 +119,21 @@ func TestCompactPodCacheOnControlPlane(t *testing.T) {
 			}
 			if compact && (len(pod.Spec.Containers[0].Env) != 0 || cs.ContainerID != "") {
 				t.Errorf("compact cache kept unread fields: env %v, containerID %q", pod.Spec.Containers[0].Env, cs.ContainerID)
+			}
+			// What needs only names, owners or the node reads them
+			// without decoding the whole pod.
+			m, ok, err := w.Meta(key)
+			if err != nil || !ok || m.GetName() != "shop-0" || m.GetLabels()["app"] != "shop" || len(m.GetOwnerReferences()) != 1 {
+				t.Errorf("Meta = %v, %v, %v", m, ok, err)
+			}
+			if kind, name := Workload(m); kind != "Deployment" || name != "shop" {
+				t.Errorf("Workload(Meta) = %s/%s, want Deployment/shop", kind, name)
+			}
+			if node := w.PodNodeName("default", "shop-0"); node != "node-a" {
+				t.Errorf("PodNodeName = %q, want node-a", node)
+			}
+			if node := w.PodNodeName("default", "no-such-pod"); node != "" {
+				t.Errorf("PodNodeName of a pod not cached = %q", node)
 			}
 			if n := w.CountByWorkload("default", "Deployment", "shop"); n != 2 {
 				t.Errorf("workload index counts %d pods, want 2", n)

@@ -33,6 +33,9 @@ const (
 	podStatus   protowire.Number = 3
 )
 
+// The field of a PodSpec kept apart from its trimmed copy.
+const specNodeName protowire.Number = 10
+
 // The fields of an ObjectMeta that decodeCompactMeta reads.
 const (
 	metaName              protowire.Number = 1
@@ -73,11 +76,12 @@ var (
 		messageField(metaAnnotations, "Annotations", keepStringEntry))
 	keepStringEntry = mapEntries("", stringField(entryKey, "key"), stringField(entryValue, "value"))
 
-	// PodSpec: containers, initContainers, nodeName.
+	// PodSpec: containers, initContainers, nodeName (kept apart from
+	// the trimmed copy, which is then the same for every replica).
 	keepSpec = messageOf[corev1.PodSpec](
 		messageField(2, "Containers", keepContainer),
 		messageField(20, "InitContainers", keepContainer),
-		stringField(10, "NodeName"))
+		stringField(specNodeName, "NodeName").keptApart())
 	// What the detectors read of a container: name, image, resources
 	// (of which the memory limit only), restartPolicy (sidecars).
 	keepContainer = messageOf[corev1.Container](
@@ -164,8 +168,13 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 		if err := k.check(f); err != nil {
 			return nil, fmt.Errorf("decoding a pod: %w", err)
 		}
-		if f.num == podMetadata {
+		switch f.num {
+		case podMetadata:
 			if err := decodeCompactMeta(&c.ObjectMeta, f.val, in); err != nil {
+				return nil, fmt.Errorf("decoding a pod: %w", inField(k.name, err))
+			}
+		case podSpec:
+			if err := decodeNodeName(c, f.val, in); err != nil {
 				return nil, fmt.Errorf("decoding a pod: %w", inField(k.name, err))
 			}
 		}
@@ -184,9 +193,29 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	*scratch = buf
-	kept := bytes.Clone(buf)
-	c.spec, c.status = kept[:n:n], kept[n:]
+	c.spec, c.status = in.spec(buf[:n]), bytes.Clone(buf[n:])
 	return c, nil
+}
+
+// decodeNodeName reads the node name of a pod's spec (the last one
+// met, as the generated Unmarshal has it).
+func decodeNodeName(c *CompactPod, spec []byte, in *interner) error {
+	for len(spec) > 0 {
+		f, rest, err := nextField(spec)
+		if err != nil {
+			return err
+		}
+		spec = rest
+		if f.num != specNodeName {
+			continue
+		}
+		k := keepSpec.field(f.num)
+		if err := k.check(f); err != nil {
+			return err
+		}
+		c.nodeName = in.getBytes(f.val)
+	}
+	return nil
 }
 
 var trimScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

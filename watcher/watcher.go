@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -262,6 +263,44 @@ func (w *Watcher) Synced() bool {
 // decoded into a whole corev1.Pod (with only the fields it keeps). A
 // cache that has not synced yet answers ErrNotSynced.
 func (w *Watcher) Get(key Key) (runtime.Object, bool, error) {
+	obj, exists, err := w.cached(key)
+	if err != nil || !exists {
+		return nil, exists, err
+	}
+	return expand(obj)
+}
+
+// Meta reads the metadata of the object named by key from the cache,
+// without decoding a compact pod's spec and status (for callers that need
+// only names, labels and owners: a decode per notification was a measurable
+// share of herald's CPU). It must not be modified.
+func (w *Watcher) Meta(key Key) (metav1.Object, bool, error) {
+	obj, exists, err := w.cached(key)
+	if err != nil || !exists {
+		return nil, exists, err
+	}
+	m, err := objectMeta(obj)
+	return m, err == nil, err
+}
+
+// PodNodeName returns the node a cached pod runs on ("" if none, or not
+// cached), without decoding it.
+func (w *Watcher) PodNodeName(namespace, name string) string {
+	obj, exists, err := w.cached(Key{Kind: "Pod", Namespace: namespace, Name: name})
+	if err != nil || !exists {
+		return ""
+	}
+	switch p := obj.(type) {
+	case *CompactPod:
+		return p.nodeName
+	case *corev1.Pod:
+		return p.Spec.NodeName
+	}
+	return ""
+}
+
+// cached is the object the cache holds for key, as it holds it.
+func (w *Watcher) cached(key Key) (any, bool, error) {
 	inf, ok := w.informer(key.Kind)
 	if !ok {
 		return nil, false, fmt.Errorf("no informer for kind %q", key.Kind)
@@ -269,11 +308,7 @@ func (w *Watcher) Get(key Key) (runtime.Object, bool, error) {
 	if !inf.HasSynced() {
 		return nil, false, fmt.Errorf("%s: %w", key, ErrNotSynced)
 	}
-	obj, exists, err := inf.GetIndexer().GetByKey(key.cacheKey())
-	if err != nil || !exists {
-		return nil, exists, err
-	}
-	return expand(obj)
+	return inf.GetIndexer().GetByKey(key.cacheKey())
 }
 
 func expand(obj any) (runtime.Object, bool, error) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -163,12 +162,8 @@ func (r *changeRecord) watch(ctx context.Context, w *watcher.Watcher) error {
 
 // podWorkload names the workload that owns a cached pod.
 func podWorkload(w *watcher.Watcher, namespace, pod string) (kind, name string, ok bool) {
-	obj, found, err := w.Get(watcher.Key{Kind: "Pod", Namespace: namespace, Name: pod})
+	m, found, err := w.Meta(watcher.Key{Kind: "Pod", Namespace: namespace, Name: pod})
 	if err != nil || !found {
-		return "", "", false
-	}
-	m, isMeta := obj.(metav1.Object)
-	if !isMeta {
 		return "", "", false
 	}
 	kind, name = watcher.Workload(m)

@@ -63,16 +63,9 @@ func withContext(ctx context.Context, cfg *config.Config, restCfg *rest.Config, 
 	}
 	e := enrich.New(enrich.Options{
 		Next: next, Source: enrich.KubeSource{Client: client},
-		PodNode: func(namespace, pod string) string {
-			if obj, ok, _ := w.Get(watcher.Key{Kind: "Pod", Namespace: namespace, Name: pod}); ok {
-				if p, ok := obj.(*corev1.Pod); ok {
-					return p.Spec.NodeName
-				}
-			}
-			return ""
-		},
-		Node:  func(name string) *incident.Node { return cachedNode(w, name) },
-		Lines: cfg.Context.Logs.Lines, MaxBytes: cfg.Context.Logs.MaxBytes, Events: cfg.Context.Events.Max,
+		PodNode: w.PodNodeName,
+		Node:    func(name string) *incident.Node { return cachedNode(w, name) },
+		Lines:   cfg.Context.Logs.Lines, MaxBytes: cfg.Context.Logs.MaxBytes, Events: cfg.Context.Events.Max,
 		Wait: cfg.Context.Wait, Workers: cfg.Context.Workers, Rate: cfg.Context.Rate, Logs: logs, LogsUnavailable: logsUnavailable,
 		Redactor: redactor, Logger: logger, Metrics: enrich.NewMetrics(reg),
 	})
