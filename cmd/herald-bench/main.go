@@ -73,5 +73,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "herald-bench:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("\nreport: %s/bench.json; profiles: %s/heap-*.pprof, %s/cpu-{idle,<rate>}.pprof; took %s\n", *dir, *dir, *dir, time.Since(start).Round(time.Second))
+	fmt.Printf("\nreport: %s/bench.json; profiles: %s/heap-*.pprof, %s/cpu-{idle,<rate>}.pprof, %s/allocs-<rate>-{start,end}.pprof; took %s\n", *dir, *dir, *dir, *dir, time.Since(start).Round(time.Second))
 }

@@ -246,11 +246,16 @@ func (r *run) churn(ctx context.Context) error {
 	for _, rate := range rates {
 		// Every step is profiled: what costs CPU differs between a
 		// trickle (fixed costs) and a storm (per-notification costs).
+		// So is what it allocates: the step's allocations are the
+		// difference of the two profiles (go tool pprof -base
+		// allocs-<rate>-start.pprof allocs-<rate>-end.pprof).
+		h.saveProfile("/debug/pprof/allocs", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-start.pprof", rate)), r.opts.Logf)
 		profile := h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, fmt.Sprintf("cpu-%.0f.pprof", rate)))
 		res := r.step(ctx, rate, &r.recv.current, h, nil)
 		if err := <-profile; err != nil {
 			r.opts.Logf("bench: CPU profile: %v", err)
 		}
+		h.saveProfile("/debug/pprof/allocs", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-end.pprof", rate)), r.opts.Logf)
 		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
 	}
 	if m, err := h.get("/metrics"); err == nil {

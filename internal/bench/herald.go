@@ -195,6 +195,18 @@ func (h *heraldProc) cpuSeconds() (float64, error) {
 
 // cpuProfile records a CPU profile of the next d into path, in the
 // background; the returned channel reports the result.
+// saveProfile writes one of herald's pprof endpoints to path; a failure
+// is logged, as the measurement goes on without it.
+func (h *heraldProc) saveProfile(endpoint, path string, logf func(string, ...any)) {
+	b, err := h.get(endpoint)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		logf("bench: %s: %v", endpoint, err)
+	}
+}
+
 func (h *heraldProc) cpuProfile(d time.Duration, path string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
