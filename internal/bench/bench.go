@@ -48,6 +48,10 @@ type Options struct {
 	// asks for its log (the bench's pods run on no node, so the API
 	// server answers that at once).
 	NoContext bool
+	// GOMAXPROCS, if set, runs herald and the floor notifier alike with
+	// that many Ps (the GOMAXPROCS environment variable); 0 leaves both
+	// at Go's default, one per core.
+	GOMAXPROCS int
 	// Dir receives the report (bench.json), profiles and herald's logs.
 	Dir  string
 	Logf func(format string, args ...any)
@@ -176,7 +180,7 @@ func (r *run) size(ctx context.Context, n int) error {
 		}
 	}
 	res.BareList = Seconds(time.Since(start))
-	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n)
+	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n, r.opts.GOMAXPROCS)
 	if err != nil {
 		return err
 	}
@@ -217,7 +221,7 @@ func (r *run) churn(ctx context.Context) error {
 	}
 	// The floor notifier runs beside the floor watch: the watch times
 	// the events, the notifier's CPU is the floor of herald's.
-	floor, err := startFloorNotifier(r.kubeconfig, r.opts.Dir)
+	floor, err := startFloorNotifier(r.kubeconfig, r.opts.Dir, r.opts.GOMAXPROCS)
 	if err != nil {
 		return err
 	}
@@ -228,7 +232,7 @@ func (r *run) churn(ctx context.Context) error {
 	stopWatch()
 	floor.stop()
 
-	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n)
+	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n, r.opts.GOMAXPROCS)
 	if err != nil {
 		return err
 	}

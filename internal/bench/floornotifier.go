@@ -114,7 +114,7 @@ type floorNotifier struct {
 
 // startFloorNotifier starts the floor notifier against kubeconfig and
 // waits until its watch runs.
-func startFloorNotifier(kubeconfig, dir string) (*floorNotifier, error) {
+func startFloorNotifier(kubeconfig, dir string, gomaxprocs int) (*floorNotifier, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func startFloorNotifier(kubeconfig, dir string) (*floorNotifier, error) {
 		return nil, err
 	}
 	p.cmd = exec.Command(self)
-	p.cmd.Env = append(os.Environ(), floorNotifierEnv+"="+kubeconfig+" "+f.recv.URL)
+	p.cmd.Env = append(procEnv(gomaxprocs), floorNotifierEnv+"="+kubeconfig+" "+f.recv.URL)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {

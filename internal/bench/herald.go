@@ -26,7 +26,7 @@ type heraldProc struct {
 	exited  chan struct{}
 }
 
-func startHerald(bin, kubeconfig, config, dir string, n int) (*heraldProc, error) {
+func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int) (*heraldProc, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -40,6 +40,7 @@ func startHerald(bin, kubeconfig, config, dir string, n int) (*heraldProc, error
 	}
 	h.cmd = exec.Command(bin, "run", "--config", config, "--kubeconfig", kubeconfig,
 		"--metrics-addr", addr, "--pprof", "--config-reload-interval", "0")
+	h.cmd.Env = procEnv(gomaxprocs)
 	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	h.started = time.Now()
@@ -49,6 +50,16 @@ func startHerald(bin, kubeconfig, config, dir string, n int) (*heraldProc, error
 	}
 	go func() { h.cmd.Wait(); logFile.Close(); close(h.exited) }()
 	return h, nil
+}
+
+// procEnv is the environment of a measured process: the bench's, with
+// GOMAXPROCS set if gomaxprocs is.
+func procEnv(gomaxprocs int) []string {
+	env := os.Environ()
+	if gomaxprocs > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(gomaxprocs))
+	}
+	return env
 }
 
 // waitFor polls cond every 20 ms until it holds, herald exits, or

@@ -19,6 +19,9 @@ type Report struct {
 	GoVersion string    `json:"go"`
 	CPUs      int       `json:"cpus"`
 	StepSecs  float64   `json:"step_seconds"`
+	// GOMAXPROCS herald and the floor notifier ran with (0: Go's
+	// default).
+	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
 
 	Sizes []SizeResult `json:"sizes"`
 	// Slope is the cost of one more cached pod, between the two largest
@@ -86,7 +89,7 @@ func Seconds(d time.Duration) float64 { return d.Seconds() }
 
 func newReport(opts Options) *Report {
 	return &Report{Date: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt}
+		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt, GOMAXPROCS: opts.GOMAXPROCS}
 }
 
 // rates are the rates to offer: the asked ones up to r_max, plus (with
@@ -132,7 +135,11 @@ func (r *Report) write(path string) error {
 
 // Table prints the report as the tables docs/performance.md shows.
 func (r *Report) Table(w io.Writer) {
-	fmt.Fprintf(w, "herald-bench %s, %s, %d CPUs\n\n", r.Date.Format("2006-01-02 15:04 UTC"), r.GoVersion, r.CPUs)
+	fmt.Fprintf(w, "herald-bench %s, %s, %d CPUs", r.Date.Format("2006-01-02 15:04 UTC"), r.GoVersion, r.CPUs)
+	if r.GOMAXPROCS > 0 {
+		fmt.Fprintf(w, ", herald and the floor notifier at GOMAXPROCS=%d", r.GOMAXPROCS)
+	}
+	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "pods\tbare LIST s\therald sync s\tsync/LIST\tRSS MB\tanon MB\tfile MB\tpeak MB\theap MB\tRSS B/pod\theap B/pod\t")
 	for _, s := range r.Sizes {
