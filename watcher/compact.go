@@ -24,8 +24,8 @@ import (
 // to what the detectors read, are kept as protobuf and decoded only when
 // a worker reconciles the pod (Watcher.Get does that), a few µs. The
 // trimmed spec (containers' names, images, memory limits) is the same
-// for every replica of a workload, so it is kept once for all of them,
-// and decoded once; the node name, which differs, is kept apart.
+// for every replica of a workload, so it is kept once for all of them;
+// the node name, which differs, is kept apart.
 type CompactPod struct {
 	metav1.ObjectMeta
 	nodeName string
@@ -33,21 +33,10 @@ type CompactPod struct {
 	status   []byte      // protobuf of the trimmed PodStatus; never modified
 }
 
-// sharedSpec is a trimmed PodSpec's encoding, shared by the cached pods
-// that have it, and its decoding, made the first time one of them is
-// expanded and then shared too: a decode per reconcile was a measurable
-// share of herald's CPU and allocation (issue #34).
-type sharedSpec struct {
-	raw  string
-	once sync.Once
-	spec corev1.PodSpec
-	err  error
-}
-
-func (s *sharedSpec) decoded() (*corev1.PodSpec, error) {
-	s.once.Do(func() { s.err = s.spec.Unmarshal([]byte(s.raw)) })
-	return &s.spec, s.err
-}
+// sharedSpec is the encoding of a trimmed PodSpec, shared by the cached
+// pods that have it; never modified. Only the encoding is kept: a decoded
+// spec is many times its size, and a new leader reconciles every pod.
+type sharedSpec struct{ raw []byte }
 
 // GetObjectKind is empty, as for every object of a typed informer.
 func (c *CompactPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
@@ -62,15 +51,12 @@ func (c *CompactPod) DeepCopyObject() runtime.Object {
 
 // Pod decodes the cached pod into a corev1.Pod. Like every object a
 // cache hands out it must not be modified: its metadata's maps and slices
-// are the cache's, and its spec's are shared with the other pods of the
-// same spec; only the status is decoded anew.
+// are the cache's; the spec and status are decoded anew.
 func (c *CompactPod) Pod() (*corev1.Pod, error) {
 	pod := &corev1.Pod{ObjectMeta: c.ObjectMeta}
-	spec, err := c.spec.decoded()
-	if err != nil {
+	if err := pod.Spec.Unmarshal(c.spec.raw); err != nil {
 		return nil, fmt.Errorf("decoding cached pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	pod.Spec = *spec
 	pod.Spec.NodeName = c.nodeName
 	if err := pod.Status.Unmarshal(c.status); err != nil {
 		return nil, fmt.Errorf("decoding cached pod %s/%s: %w", c.Namespace, c.Name, err)
@@ -191,9 +177,10 @@ func (in *interner) spec(raw []byte) *sharedSpec {
 	if s := in.specs[string(raw)].Value(); s != nil {
 		return s
 	}
-	s := &sharedSpec{raw: string(raw)}
-	in.specs[s.raw] = weak.Make(s)
-	goruntime.AddCleanup(s, in.forgetSpec, s.raw)
+	key := string(raw)
+	s := &sharedSpec{raw: []byte(key)}
+	in.specs[key] = weak.Make(s)
+	goruntime.AddCleanup(s, in.forgetSpec, key)
 	return s
 }
 

@@ -21,6 +21,11 @@ import (
 // a Quantity, and a metav1.Time (encoded as a metav1.Timestamp).
 func TestFieldNumbersMatchGoTypes(t *testing.T) {
 	checkTable(t, keepPod, reflect.TypeFor[corev1.Pod](), map[*trim]bool{})
+	// The spec replicas share is the kept spec but its node name.
+	checkTable(t, keepSharedSpec, reflect.TypeFor[corev1.PodSpec](), map[*trim]bool{})
+	if got, want := len(keepSharedSpec.fields), len(keepSpec.fields)-1; got != want || keepSharedSpec.field(specNodeName) != nil {
+		t.Errorf("the shared spec keeps %d fields (node name: %v), want keepSpec's %d but the node name", got, keepSharedSpec.field(specNodeName) != nil, want)
+	}
 	// metav1.Time has no fields of its own: it is encoded as a
 	// Timestamp, which keepTime describes.
 	raw, err := (&metav1.Time{Time: time.Unix(1700000000, 0)}).Marshal()

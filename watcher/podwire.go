@@ -76,12 +76,17 @@ var (
 		messageField(metaAnnotations, "Annotations", keepStringEntry))
 	keepStringEntry = mapEntries("", stringField(entryKey, "key"), stringField(entryValue, "value"))
 
-	// PodSpec: containers, initContainers, nodeName (kept apart from
-	// the trimmed copy, which is then the same for every replica).
+	// PodSpec: containers, initContainers, nodeName.
 	keepSpec = messageOf[corev1.PodSpec](
 		messageField(2, "Containers", keepContainer),
 		messageField(20, "InitContainers", keepContainer),
-		stringField(specNodeName, "NodeName").keptApart())
+		stringField(specNodeName, "NodeName"))
+	// The trimmed copy of a PodSpec a cached pod shares with the other
+	// replicas of its workload: keepSpec but the node name, which
+	// differs between them (decodeCompactPod reads it apart).
+	keepSharedSpec = messageOf[corev1.PodSpec](
+		messageField(2, "Containers", keepContainer),
+		messageField(20, "InitContainers", keepContainer))
 	// What the detectors read of a container: name, image, resources
 	// (of which the memory limit only), restartPolicy (sidecars).
 	keepContainer = messageOf[corev1.Container](
@@ -168,28 +173,26 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 		if err := k.check(f); err != nil {
 			return nil, fmt.Errorf("decoding a pod: %w", err)
 		}
-		switch f.num {
-		case podMetadata:
+		if f.num == podMetadata {
 			if err := decodeCompactMeta(&c.ObjectMeta, f.val, in); err != nil {
 				return nil, fmt.Errorf("decoding a pod: %w", inField(k.name, err))
 			}
-		case podSpec:
-			if err := decodeNodeName(c, f.val, in); err != nil {
-				return nil, fmt.Errorf("decoding a pod: %w", inField(k.name, err))
-			}
 		}
+	}
+	if err := decodeNodeName(c, raw, in); err != nil {
+		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	// The trimmed messages are written to a scratch buffer and kept in
 	// one allocation of their exact size: the cache holds them for the
 	// pod's life.
 	scratch := trimScratch.Get().(*[]byte)
 	defer trimScratch.Put(scratch)
-	buf, err := appendPodField((*scratch)[:0], raw, podSpec)
+	buf, err := appendPodField((*scratch)[:0], raw, podSpec, keepSharedSpec)
 	if err != nil {
 		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	n := len(buf)
-	if buf, err = appendPodField(buf, raw, podStatus); err != nil {
+	if buf, err = appendPodField(buf, raw, podStatus, keepStatus); err != nil {
 		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	*scratch = buf
@@ -197,32 +200,45 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 	return c, nil
 }
 
-// decodeNodeName reads the node name of a pod's spec (the last one
-// met, as the generated Unmarshal has it).
-func decodeNodeName(c *CompactPod, spec []byte, in *interner) error {
-	for len(spec) > 0 {
-		f, rest, err := nextField(spec)
+// decodeNodeName reads the node name of pod's spec, which
+// decodeCompactPod has walked already (the last one met, in the last
+// spec that has one, as the generated Unmarshal has it).
+func decodeNodeName(c *CompactPod, pod []byte, in *interner) error {
+	spec := keepPod.field(podSpec)
+	for len(pod) > 0 {
+		f, rest, err := nextField(pod)
 		if err != nil {
 			return err
 		}
-		spec = rest
-		if f.num != specNodeName {
+		pod = rest
+		if f.num != podSpec {
 			continue
 		}
-		k := keepSpec.field(f.num)
-		if err := k.check(f); err != nil {
-			return err
+		for msg := f.val; len(msg) > 0; {
+			g, rest, err := nextField(msg)
+			if err != nil {
+				return inField(spec.name, err)
+			}
+			msg = rest
+			if g.num != specNodeName {
+				continue
+			}
+			k := keepSpec.field(g.num)
+			if err := k.check(g); err != nil {
+				return inField(spec.name, err)
+			}
+			c.nodeName = in.getBytes(g.val)
 		}
-		c.nodeName = in.getBytes(f.val)
 	}
 	return nil
 }
 
 var trimScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// appendPodField appends the trimmed copy of each occurrence of field num
-// of pod, whose encoding decodeCompactPod has walked already.
-func appendPodField(out, pod []byte, num protowire.Number) ([]byte, error) {
+// appendPodField appends the copy of each occurrence of field num of pod
+// (whose encoding decodeCompactPod has walked already) trimmed to what t
+// keeps.
+func appendPodField(out, pod []byte, num protowire.Number, t *trim) ([]byte, error) {
 	k := keepPod.field(num)
 	for len(pod) > 0 {
 		f, rest, err := nextField(pod)
@@ -231,7 +247,7 @@ func appendPodField(out, pod []byte, num protowire.Number) ([]byte, error) {
 		}
 		pod = rest
 		if f.num == num {
-			if out, err = appendTrimmed(out, f.val, k.sub); err != nil {
+			if out, err = appendTrimmed(out, f.val, t); err != nil {
 				return nil, inField(k.name, err)
 			}
 		}

@@ -145,5 +145,10 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		// fails, decodeCompactPod skips it.
 		cat(crashing, msg(2, varint(1, 3))),
 		cat(crashing, msg(1, str(10, "30"))),
+		// A second spec with another node name (the last one counts),
+		// and one with the node name as a varint (both decodings refuse
+		// it).
+		cat(crashing, msg(2, str(10, "node-b"))),
+		cat(crashing, msg(2, varint(10, 1))),
 	)
 }

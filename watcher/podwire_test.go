@@ -3,6 +3,7 @@ package watcher
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,6 +185,13 @@ func TestDecodingBadProtobufFails(t *testing.T) {
 	bad := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 7)
 	if _, err := decodeCompactPod(bad, newInterner(16)); err == nil {
 		t.Error("metadata encoded as a varint decoded without error")
+	}
+	// The node name (read apart from the shared spec) as a varint: the
+	// error names the pod and the field.
+	nodeName := protowire.AppendVarint(protowire.AppendTag(nil, specNodeName, protowire.VarintType), 1)
+	bad = append(slices.Clone(raw), protowire.AppendBytes(protowire.AppendTag(nil, podSpec, protowire.BytesType), nodeName)...)
+	if _, err := decodeCompactPod(bad, newInterner(16)); err == nil || !strings.Contains(err.Error(), "default/shop-0") || !strings.Contains(err.Error(), "Spec.NodeName") {
+		t.Errorf("a node name encoded as a varint: %v, want an error naming default/shop-0 and Spec.NodeName", err)
 	}
 }
 

@@ -67,15 +67,6 @@ type protoField struct {
 	// valid, for a string, checks its value as the generated Unmarshal
 	// would (a quantity must parse).
 	valid func([]byte) error
-	// apart: checked, but left out of the trimmed copy; the decoder
-	// reads it into a field of its own.
-	apart bool
-}
-
-// keptApart marks f as read apart from the trimmed copy.
-func (f protoField) keptApart() protoField {
-	f.apart = true
-	return f
 }
 
 // trim says what a copy of an encoded message keeps.
@@ -174,7 +165,6 @@ func appendTrimmed(out, msg []byte, t *trim) ([]byte, error) {
 			return nil, err
 		}
 		switch sub := k.sub; {
-		case k.apart:
 		case sub == nil:
 			out = append(out, f.all...)
 		case sub.onlyKey != "":

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,16 +22,16 @@ import (
 func main() {
 	bench.RunFloorNotifierIfAsked()
 	herald := flag.String("herald", "bin/herald", "the herald binary to measure (make build)")
-	sizes := flag.String("pods", "1000,10000", "comma-separated pod counts to measure sync and memory at")
+	sizes := flag.String("pods", "1000,10000", "comma-separated pod counts to measure sync and memory at (measured in ascending order)")
 	churnAt := flag.Int("churn-at", 0, "pod count to run the churn steps at (default: the largest)")
 	rates := flag.String("rates", "10,20,100,500,1000", "status patches per second to offer (80% and 100% of r_max are added; rates above r_max are skipped)")
 	step := flag.Duration("step", 10*time.Second, "how long each rate is offered")
-	drain := flag.Duration("drain", 30*time.Second, "how long to wait for late events after a step")
+	drain := flag.Duration("drain", 30*time.Second, "at most how long to wait for late events after a step")
 	dir := flag.String("out", ".cache/bench", "directory for bench.json, profiles and logs")
 	onlyAsked := flag.Bool("only-asked", false, "offer only -rates, not 80% and 100% of r_max")
 	noContext := flag.Bool("no-context", false, "run herald with its crash context off (context.enabled: false); on by default, as in herald")
-	gomaxprocs := flag.Int("gomaxprocs", 0, "run herald and the floor notifier alike with GOMAXPROCS=N (0: Go's default, one per core)")
-	soak := flag.Duration("soak", 0, "instead of the benchmark, churn at half of r_max for this long and sample herald every 10 s (make soak)")
+	gomaxprocs := flag.Int("gomaxprocs", 0, "run herald and the floor notifier alike with GOMAXPROCS=N (0: as the environment has it, else Go's default); the load generator and the floor watch are not limited")
+	soak := flag.Duration("soak", 0, "instead of the benchmark, churn at half of r_max for this long and sample herald every 10 s (make soak; reads only -herald, -soak-pods and -out)")
 	soakPods := flag.Int("soak-pods", 5000, "pods for -soak")
 	flag.Parse()
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
@@ -56,6 +57,11 @@ func main() {
 			os.Exit(2)
 		}
 		opts.Sizes = append(opts.Sizes, n)
+	}
+	slices.Sort(opts.Sizes) // the cluster only grows
+	if *churnAt != 0 && !slices.Contains(opts.Sizes, *churnAt) {
+		fmt.Fprintf(os.Stderr, "herald-bench: -churn-at %d is not one of -pods %s: the churn steps run at one of the sizes measured\n", *churnAt, *sizes)
+		os.Exit(2)
 	}
 	for _, s := range strings.Split(*rates, ",") {
 		r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)

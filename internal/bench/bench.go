@@ -45,8 +45,9 @@ type Options struct {
 	Drain time.Duration
 	// NoContext turns herald's crash context off (context.enabled:
 	// false); on, as by default, it lists each crashed pod's Events and
-	// asks for its log (the bench's pods run on no node, so the API
-	// server answers that at once).
+	// reads its log through the API server's pods/log proxy from the
+	// stand-in kubelet that serves the bench's nodes (within the
+	// context's own budget of API requests per second).
 	NoContext bool
 	// GOMAXPROCS, if set, runs herald and the floor notifier alike with
 	// that many Ps (the GOMAXPROCS environment variable); 0 leaves both
@@ -250,16 +251,18 @@ func (r *run) churn(ctx context.Context) error {
 	for _, rate := range rates {
 		// Every step is profiled: what costs CPU differs between a
 		// trickle (fixed costs) and a storm (per-notification costs).
-		// So is what it allocates: the step's allocations are the
-		// difference of the two profiles (go tool pprof -base
-		// allocs-<rate>-start.pprof allocs-<rate>-end.pprof).
-		h.saveProfile("/debug/pprof/allocs", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-start.pprof", rate)), r.opts.Logf)
+		// So is what it allocates: the step's allocations (and its
+		// drain's) are the difference of the two profiles, each read
+		// after a forced GC so that it is complete (go tool pprof
+		// -sample_index=alloc_space -base allocs-<rate>-start.pprof
+		// allocs-<rate>-end.pprof).
+		h.saveProfile("/debug/pprof/allocs?gc=1", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-start.pprof", rate)), r.opts.Logf)
 		profile := h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, fmt.Sprintf("cpu-%.0f.pprof", rate)))
 		res := r.step(ctx, rate, &r.recv.current, h, nil)
 		if err := <-profile; err != nil {
 			r.opts.Logf("bench: CPU profile: %v", err)
 		}
-		h.saveProfile("/debug/pprof/allocs", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-end.pprof", rate)), r.opts.Logf)
+		h.saveProfile("/debug/pprof/allocs?gc=1", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-end.pprof", rate)), r.opts.Logf)
 		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
 	}
 	if m, err := h.get("/metrics"); err == nil {

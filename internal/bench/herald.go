@@ -204,8 +204,6 @@ func (h *heraldProc) cpuSeconds() (float64, error) {
 	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
 }
 
-// cpuProfile records a CPU profile of the next d into path, in the
-// background; the returned channel reports the result.
 // saveProfile writes one of herald's pprof endpoints to path; a failure
 // is logged, as the measurement goes on without it.
 func (h *heraldProc) saveProfile(endpoint, path string, logf func(string, ...any)) {
@@ -218,6 +216,8 @@ func (h *heraldProc) saveProfile(endpoint, path string, logf func(string, ...any
 	}
 }
 
+// cpuProfile records a CPU profile of the next d into path, in the
+// background; the returned channel reports the result.
 func (h *heraldProc) cpuProfile(d time.Duration, path string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
