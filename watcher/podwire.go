@@ -182,9 +182,9 @@ func decodeCompactPod(raw []byte, in *interner) (*CompactPod, error) {
 	if err := decodeNodeName(c, raw, in); err != nil {
 		return nil, fmt.Errorf("decoding pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	// The trimmed messages are written to a scratch buffer and kept in
-	// one allocation of their exact size: the cache holds them for the
-	// pod's life.
+	// The trimmed messages are written to a scratch buffer; the status
+	// is kept in an allocation of its exact size (the cache holds it for
+	// the pod's life), the spec shared with the pods that have the same.
 	scratch := trimScratch.Get().(*[]byte)
 	defer trimScratch.Put(scratch)
 	buf, err := appendPodField((*scratch)[:0], raw, podSpec, keepSharedSpec)
