@@ -361,6 +361,11 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 			if old.exitErr != nil {
 				t.Errorf("replica exited with %v after SIGTERM:\n%s", old.exitErr, old.logs())
 			}
+			// Its log is buffered (internal/logbuf): what it logged up to
+			// its exit was written out before it.
+			if logs := strings.TrimSpace(old.logs()); !strings.HasSuffix(logs, `"msg":"herald stopped"}`) {
+				t.Errorf("the log of a replica stopped by SIGTERM does not end with its last line:\n%s", logs[max(0, len(logs)-2000):])
+			}
 			h.start()
 		}
 	})

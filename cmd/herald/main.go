@@ -43,7 +43,7 @@ const exitStartOver = 75
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	code := cli{stdout: os.Stdout, stderr: os.Stderr, routeKlog: true, recordStartOvers: true}.run(ctx, os.Args[1:])
+	code := cli{stdout: os.Stdout, stderr: os.Stderr, routeKlog: true, recordStartOvers: true, bufferLogs: true}.run(ctx, os.Args[1:])
 	stopped := ctx.Err() != nil // a SIGTERM means stop, not start over
 	stop()
 	if code == exitStartOver && !stopped {
@@ -65,6 +65,10 @@ type cli struct {
 	// recordStartOvers counts a start-over in the environment the next
 	// term is executed with (startover.go); only main, which executes it.
 	recordStartOvers bool
+	// bufferLogs batches herald run's log lines into fewer writes
+	// (internal/logbuf). Only main: tests that run herald in-process read
+	// its log as it is written.
+	bufferLogs bool
 }
 
 // runMain runs a subcommand as tests do, without touching process-wide

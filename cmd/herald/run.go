@@ -22,6 +22,7 @@ import (
 	"github.com/herald-k8s/herald/handlers"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/leader"
+	"github.com/herald-k8s/herald/internal/logbuf"
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/sinks"
 	"github.com/herald-k8s/herald/watcher"
@@ -61,6 +62,15 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	if err := validateLeaseTimings(*leaseDuration, *renewDeadline, *retryPeriod); *leaderElect && err != nil {
 		fmt.Fprintln(errOut, "herald run:", err)
 		return 2
+	}
+	if c.bufferLogs {
+		// One write per batch of lines instead of one per line (see
+		// internal/logbuf); everything herald run prints from here on
+		// goes through it, so the order of lines is kept. Deferred first,
+		// so that it runs last: the lines of the shutdown go out too.
+		lw := logbuf.New(errOut, logDelay)
+		defer lw.Flush()
+		errOut = lw
 	}
 	logger, err := newLogger(errOut, *logFormat, *logLevel)
 	if err != nil {
@@ -316,11 +326,21 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler
 	switch format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		h = slog.NewJSONHandler(w, opts)
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		h = slog.NewTextHandler(w, opts)
+	default:
+		return nil, fmt.Errorf("--log-format must be json or text, got %q", format)
 	}
-	return nil, fmt.Errorf("--log-format must be json or text, got %q", format)
+	if lw, ok := w.(*logbuf.Writer); ok {
+		h = logbuf.Urgent(h, lw, slog.LevelWarn) // warnings and errors are not held back
+	}
+	return slog.New(h), nil
 }
+
+// logDelay is the longest a log line of herald run waits to be written
+// out with the lines after it (internal/logbuf).
+const logDelay = 100 * time.Millisecond
