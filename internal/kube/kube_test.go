@@ -216,6 +216,26 @@ func configMaps(t *testing.T, c *kube.Client) {
 	if rv, err = c.UpdateConfigMap(ctx, cm); err != nil {
 		t.Errorf("updating with the resourceVersion the last update returned (%q): %v", cm.ResourceVersion, err)
 	}
+	// A shard-sized write (the answer is read as a stream, only its
+	// resourceVersion kept): the version returned is the one stored.
+	big := cm.DeepCopy()
+	big.ResourceVersion, big.Data["big"] = rv, strings.Repeat("b", 900<<10)
+	bigRV, err := c.UpdateConfigMap(ctx, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := c.GetConfigMap(ctx, "default", "ledger-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bigRV == "" || bigRV == rv || stored.ResourceVersion != bigRV || len(stored.Data["big"]) != 900<<10 {
+		t.Errorf("a 900 KB update returned resourceVersion %q (before: %q); stored: %q with %d bytes", bigRV, rv, stored.ResourceVersion, len(stored.Data["big"]))
+	}
+	delete(cm.Data, "big")
+	cm.ResourceVersion = bigRV
+	if rv, err = c.UpdateConfigMap(ctx, cm); err != nil {
+		t.Errorf("updating with the resourceVersion the 900 KB update returned (%q): %v", cm.ResourceVersion, err)
+	}
 	list, err := c.ListConfigMaps(ctx, "default", metav1.ListOptions{LabelSelector: "ledger=yes"})
 	if err != nil {
 		t.Fatal(err)

@@ -37,16 +37,24 @@ func (c *Client) CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*co
 }
 
 // UpdateConfigMap replaces cm (if cm has a resourceVersion, only that
-// one) and returns its new resourceVersion. Of the API server's answer,
-// the object as stored, only that is read (resourceVersionOf): the
-// ledger, the one caller, writes shards of up to 900 KB once a second
-// under churn and needs nothing else back from them.
+// one) and returns its new resourceVersion. The ledger, the one caller,
+// writes shards of up to 900 KB once a second under churn, so neither
+// side of the request is made of copies: cm is encoded once, into the
+// request's body (encodeConfigMap), and of the API server's answer, the
+// object as stored, only the resourceVersion is kept (resourceVersionFrom)
+// — client-go would have encoded it twice and read the answer whole.
 func (c *Client) UpdateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
-	body, err := c.core.Put().Namespace(cm.Namespace).Resource("configmaps").Name(cm.Name).Body(cm).Do(ctx).Raw()
+	body, err := encodeConfigMap(cm)
 	if err != nil {
 		return "", err
 	}
-	return resourceVersionOf(body)
+	answer, err := c.core.Put().Namespace(cm.Namespace).Resource("configmaps").Name(cm.Name).
+		SetHeader("Content-Type", protobufContentType).Body(body).Stream(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer answer.Close()
+	return resourceVersionFrom(answer)
 }
 
 // DeleteConfigMap deletes a ConfigMap; with a resourceVersion, only if
