@@ -53,6 +53,12 @@ type Options struct {
 	// that many Ps (the GOMAXPROCS environment variable); 0 leaves both
 	// at Go's default, one per core.
 	GOMAXPROCS int
+	// NoPprof runs herald as deployed, without --pprof: no profiles are
+	// taken, and memory is read without forcing a collection first (the
+	// heap figure is then the heap allocated, garbage included). herald
+	// samples allocations for its heap profile only with --pprof, so this
+	// is the RSS a cluster sees.
+	NoPprof bool
 	// Dir receives the report (bench.json), profiles and herald's logs.
 	Dir  string
 	Logf func(format string, args ...any)
@@ -181,7 +187,7 @@ func (r *run) size(ctx context.Context, n int) error {
 		}
 	}
 	res.BareList = Seconds(time.Since(start))
-	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n, r.opts.GOMAXPROCS)
+	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof)
 	if err != nil {
 		return err
 	}
@@ -233,7 +239,7 @@ func (r *run) churn(ctx context.Context) error {
 	stopWatch()
 	floor.stop()
 
-	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n, r.opts.GOMAXPROCS)
+	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n, r.opts.GOMAXPROCS, !r.opts.NoPprof)
 	if err != nil {
 		return err
 	}
@@ -256,6 +262,11 @@ func (r *run) churn(ctx context.Context) error {
 		// after a forced GC so that it is complete (go tool pprof
 		// -sample_index=alloc_space -base allocs-<rate>-start.pprof
 		// allocs-<rate>-end.pprof).
+		if !h.profiling {
+			res := r.step(ctx, rate, &r.recv.current, h, nil)
+			r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
+			continue
+		}
 		h.saveProfile("/debug/pprof/allocs?gc=1", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-start.pprof", rate)), r.opts.Logf)
 		profile := h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, fmt.Sprintf("cpu-%.0f.pprof", rate)))
 		res := r.step(ctx, rate, &r.recv.current, h, nil)

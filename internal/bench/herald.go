@@ -24,22 +24,27 @@ type heraldProc struct {
 	log     string
 	started time.Time
 	exited  chan struct{}
+	// profiling: herald runs with --pprof, and is profiled.
+	profiling bool
 }
 
-func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int) (*heraldProc, error) {
+func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profiling bool) (*heraldProc, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := l.Addr().String()
 	l.Close()
-	h := &heraldProc{name: "herald", addr: addr, log: filepath.Join(dir, fmt.Sprintf("herald-%d.log", n)), exited: make(chan struct{})}
+	h := &heraldProc{name: "herald", addr: addr, log: filepath.Join(dir, fmt.Sprintf("herald-%d.log", n)), exited: make(chan struct{}), profiling: profiling}
 	logFile, err := os.Create(h.log)
 	if err != nil {
 		return nil, err
 	}
-	h.cmd = exec.Command(bin, "run", "--config", config, "--kubeconfig", kubeconfig,
-		"--metrics-addr", addr, "--pprof", "--config-reload-interval", "0")
+	args := []string{"run", "--config", config, "--kubeconfig", kubeconfig, "--metrics-addr", addr, "--config-reload-interval", "0"}
+	if profiling {
+		args = append(args, "--pprof")
+	}
+	h.cmd = exec.Command(bin, args...)
 	h.cmd.Env = procEnv(gomaxprocs)
 	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -131,15 +136,18 @@ type Memory struct {
 
 // memory forces a GC (through the heap profile endpoint, whose profile it
 // writes to profile when not empty) and reads RSS from /proc and the live
-// heap from /metrics.
+// heap from /metrics. Without profiling there is no endpoint to force a
+// collection: the heap read is then the heap allocated, garbage included.
 func (h *heraldProc) memory(profile string) (Memory, error) {
-	heap, err := h.get("/debug/pprof/heap?gc=1")
-	if err != nil {
-		return Memory{}, err
-	}
-	if profile != "" {
-		if err := os.WriteFile(profile, heap, 0o644); err != nil {
+	if h.profiling {
+		heap, err := h.get("/debug/pprof/heap?gc=1")
+		if err != nil {
 			return Memory{}, err
+		}
+		if profile != "" {
+			if err := os.WriteFile(profile, heap, 0o644); err != nil {
+				return Memory{}, err
+			}
 		}
 	}
 	status, err := h.status()
@@ -235,7 +243,9 @@ func (h *heraldProc) cpuProfile(d time.Duration, path string) <-chan error {
 // not counted; the first window also lets the start's last work, such as
 // returning the initial list's memory to the OS, finish).
 func (h *heraldProc) idle(d time.Duration, path string) (float64, error) {
-	if err := <-h.cpuProfile(d, path); err != nil {
+	if !h.profiling {
+		time.Sleep(d) // the same settling time, unprofiled
+	} else if err := <-h.cpuProfile(d, path); err != nil {
 		return 0, fmt.Errorf("idle CPU profile: %w", err)
 	}
 	cpu0, err := h.cpuSeconds()

@@ -22,6 +22,9 @@ type Report struct {
 	// GOMAXPROCS herald and the floor notifier ran with (0: Go's
 	// default).
 	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
+	// NoPprof: herald ran without --pprof (Options.NoPprof); its heap
+	// figures are then the heap allocated, not the live heap.
+	NoPprof bool `json:"no_pprof,omitempty"`
 
 	Sizes []SizeResult `json:"sizes"`
 	// Slope is the cost of one more cached pod, between the two largest
@@ -89,7 +92,7 @@ func Seconds(d time.Duration) float64 { return d.Seconds() }
 
 func newReport(opts Options) *Report {
 	return &Report{Date: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt, GOMAXPROCS: opts.GOMAXPROCS}
+		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt, GOMAXPROCS: opts.GOMAXPROCS, NoPprof: opts.NoPprof}
 }
 
 // rates are the rates to offer: the asked ones up to r_max, plus (with
@@ -138,6 +141,9 @@ func (r *Report) Table(w io.Writer) {
 	fmt.Fprintf(w, "herald-bench %s, %s, %d CPUs", r.Date.Format("2006-01-02 15:04 UTC"), r.GoVersion, r.CPUs)
 	if r.GOMAXPROCS > 0 {
 		fmt.Fprintf(w, ", herald and the floor notifier at GOMAXPROCS=%d", r.GOMAXPROCS)
+	}
+	if r.NoPprof {
+		fmt.Fprint(w, ", herald without --pprof (heap = allocated, garbage included)")
 	}
 	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
