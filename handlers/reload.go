@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -90,7 +91,7 @@ func (c *Controller) Reload(ctx context.Context, set *rules.Set, changed map[str
 		err := c.outbox.hand(ctx, func() []incident.Notification {
 			notes := c.Incidents.ResolveRules(removed, c.Now())
 			resolved = len(notes)
-			c.announce(notes, "reason", incident.RuleRemoved)
+			c.announce(notes, slog.String("reason", incident.RuleRemoved))
 			return notes
 		})
 		if err != nil {
