@@ -364,7 +364,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 			// Its log is buffered (internal/logbuf): what it logged up to
 			// its exit was written out before it.
 			if logs := strings.TrimSpace(old.logs()); !strings.HasSuffix(logs, `"msg":"herald stopped"}`) {
-				t.Errorf("the log of a replica stopped by SIGTERM does not end with its last line:\n%s", logs[max(0, len(logs)-2000):])
+				t.Errorf("the log of a replica stopped by SIGTERM does not end with \"herald stopped\": lines lost at exit, or something logged after it:\n%s", logs[max(0, len(logs)-2000):])
 			}
 			h.start()
 		}

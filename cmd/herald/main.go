@@ -69,8 +69,9 @@ type cli struct {
 	// (internal/logbuf). Only main: tests that run herald in-process read
 	// its log as it is written.
 	bufferLogs bool
-	// ownsRuntime lets herald run change the Go runtime's process-wide
-	// settings (allocation sampling); only main, tests share the process.
+	// ownsRuntime lets herald run turn the Go runtime's allocation
+	// sampling off (runtime.MemProfileRate, process-wide); only main:
+	// tests share the process.
 	ownsRuntime bool
 }
 

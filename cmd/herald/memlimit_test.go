@@ -50,6 +50,8 @@ func TestSetMemoryLimit(t *testing.T) {
 func TestAllocationSamplingOnlyWithPprof(t *testing.T) {
 	before := runtime.MemProfileRate
 	defer func() { runtime.MemProfileRate = before }()
+	// herald run decides before it reads its configuration: a missing
+	// one ends the run right after.
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
 	run := func(c cli, args ...string) {
 		if code := c.cmdRun(context.Background(), append([]string{"--config", missing}, args...)); code == 0 {
@@ -59,7 +61,7 @@ func TestAllocationSamplingOnlyWithPprof(t *testing.T) {
 	owner := cli{stdout: io.Discard, stderr: io.Discard, ownsRuntime: true}
 	run(owner, "--pprof")
 	if runtime.MemProfileRate != before {
-		t.Fatalf("with --pprof: MemProfileRate %d, want Go's %d", runtime.MemProfileRate, before)
+		t.Fatalf("with --pprof: MemProfileRate %d, want it unchanged (%d)", runtime.MemProfileRate, before)
 	}
 	run(cli{stdout: io.Discard, stderr: io.Discard})
 	if runtime.MemProfileRate != before {

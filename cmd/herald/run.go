@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"runtime"
@@ -47,7 +48,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	renewDeadline := fs.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before giving up")
 	retryPeriod := fs.Duration("retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	shutdownGrace := fs.Duration("shutdown-grace", 20*time.Second, "after SIGTERM, how long queued notifications may take to go out before herald stops")
-	withPprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr (for performance work)")
+	withPprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr, and sample allocations for the heap and allocs profiles (off without it); for performance work")
 	kubeVerbosity := fs.Int("kube-log-verbosity", 0, "verbosity of the Kubernetes client's own log (with --log-level debug); 4 shows every list and watch the informers make and why; at most 5 (kubelog.go)")
 	forceKubeVerbosity := fs.Bool("force-kube-log-verbosity", false, "allow --kube-log-verbosity above 5, where the client logs request headers and bodies (Secrets included)")
 	apiCompression := fs.Bool("api-compression", false, "let the API server gzip its large answers (lists, ledger writes); worth it only over a slow link to it, as in-cluster it costs both sides CPU for nothing")
@@ -74,12 +75,13 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	}
 	if c.bufferLogs {
 		// One write per batch of lines instead of one per line (see
-		// internal/logbuf); everything herald run prints from here on
-		// goes through it, so the order of lines is kept. Deferred first,
+		// internal/logbuf); everything herald run writes to stderr from
+		// here on goes through it, so the order of lines is kept. Deferred first,
 		// so that it runs last: the lines of the shutdown go out too.
 		lw := logbuf.New(errOut, logDelay)
 		defer lw.Flush()
 		errOut = lw
+		log.SetOutput(lw) // the standard logger's lines (net/http's errors) keep their place too
 	}
 	logger, err := newLogger(errOut, *logFormat, *logLevel)
 	if err != nil {

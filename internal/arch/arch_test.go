@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"internal/natstest":     {},
 	"internal/enrich":       {"internal/incident", "internal/kube", "internal/ratelog", "internal/redact", "watcher"},
 	"internal/ratelog":      {},
+	"internal/logbuf":       {},
 	"internal/redact":       {},
 	"internal/silence":      {"config", "internal/incident", "watcher"},
 	"internal/changes":      {"config", "watcher", "internal/incident"},

@@ -255,7 +255,7 @@ func (r *run) churn(ctx context.Context) error {
 	}
 	r.opts.Logf("bench: idle on %d pods: %.2f%% of a core", r.pods.n, 100*r.report.IdleCPU)
 	for _, rate := range rates {
-		// Every step is profiled: what costs CPU differs between a
+		// Every step is profiled (unless -no-pprof): what costs CPU differs between a
 		// trickle (fixed costs) and a storm (per-notification costs).
 		// So is what it allocates: the step's allocations (and its
 		// drain's) are the difference of the two profiles, each read

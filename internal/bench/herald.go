@@ -131,7 +131,7 @@ type Memory struct {
 	RSSAnon int64 `json:"rss_anon_bytes"` // heap, stacks: what grows with the cache
 	RSSFile int64 `json:"rss_file_bytes"` // the binary's mapped pages
 	PeakRSS int64 `json:"peak_rss_bytes"`
-	Heap    int64 `json:"heap_alloc_bytes"` // live Go heap
+	Heap    int64 `json:"heap_alloc_bytes"` // live Go heap (with -no-pprof: allocated, garbage included)
 }
 
 // memory forces a GC (through the heap profile endpoint, whose profile it

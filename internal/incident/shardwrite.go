@@ -206,7 +206,9 @@ func (s *ConfigMapStore) touchClaim(ctx context.Context) error {
 	if known {
 		var rv string
 		if rv, err = s.client.UpdateConfigMap(ctx, cm); err == nil {
-			s.claimVersion = rv
+			// An answer without its version: read the claim before
+			// writing it again (a write with no version would create it).
+			s.claimVersion, s.claimUnsure = rv, rv == ""
 		}
 	} else {
 		var created *corev1.ConfigMap

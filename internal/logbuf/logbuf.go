@@ -9,8 +9,9 @@
 // what an operator needs when something is wrong is never held back.
 //
 // What a buffer costs: if the process is killed (SIGKILL, the OOM killer)
-// the lines of the last delay are lost. Go's own crash output does not
-// pass through here.
+// or a goroutine panics (outside the controller's workers, whose panics
+// are logged as errors first), the lines of the last delay are lost. Go's own
+// crash output does not pass through here and is kept.
 package logbuf
 
 import (
@@ -23,7 +24,7 @@ import (
 
 // maxBuffered is how many bytes a Writer holds before it writes them out
 // without waiting for the delay: a burst of lines never grows the buffer
-// beyond it.
+// beyond it (only a single line longer than it does, once).
 const maxBuffered = 64 << 10
 
 // Writer holds what is written to it for up to its delay, then writes it
@@ -35,14 +36,18 @@ type Writer struct {
 	mu    sync.Mutex
 	buf   []byte
 	timer *time.Timer // armed while buf holds lines
-	err   error       // the last write error, reported by the next Flush
+	err   error       // the first write error since the last Flush, which reports it
 }
 
 // New returns a Writer that writes to out at most delay after a line
 // arrives.
 func New(out io.Writer, delay time.Duration) *Writer {
 	w := &Writer{out: out, delay: delay}
-	w.timer = time.AfterFunc(time.Hour, func() { w.Flush() })
+	w.timer = time.AfterFunc(time.Hour, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.flushLocked() // an error waits for the next Flush
+	})
 	w.timer.Stop()
 	return w
 }
@@ -52,7 +57,13 @@ func New(out io.Writer, delay time.Duration) *Writer {
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.buf) > 0 && len(w.buf)+len(p) > maxBuffered {
+		w.flushLocked() // p would not fit: what is held goes first
+	}
 	if len(w.buf) == 0 {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, maxBuffered)
+		}
 		w.timer.Reset(w.delay)
 	}
 	w.buf = append(w.buf, p...)
@@ -82,7 +93,7 @@ func (w *Writer) flushLocked() {
 		w.err = err
 	}
 	if cap(w.buf) > maxBuffered {
-		w.buf = nil // a single huge line: do not keep its buffer
+		w.buf = nil // grown by a single huge line: do not keep it
 	} else {
 		w.buf = w.buf[:0]
 	}

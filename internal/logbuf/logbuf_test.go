@@ -47,7 +47,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestLinesGoOutTogetherAfterTheDelay(t *testing.T) {
 	out := &recorder{}
-	w := New(out, 50*time.Millisecond)
+	w := New(out, 500*time.Millisecond)
 	start := time.Now()
 	for i := range 100 {
 		w.Write([]byte(strings.Repeat("x", i%7) + "\n"))
@@ -56,8 +56,8 @@ func TestLinesGoOutTogetherAfterTheDelay(t *testing.T) {
 		t.Fatalf("%d writes before the delay, want none yet", len(got))
 	}
 	waitFor(t, func() bool { return len(out.snapshot()) > 0 })
-	if waited := time.Since(start); waited < 50*time.Millisecond {
-		t.Errorf("written out after %s, before the delay of 50 ms", waited)
+	if waited := time.Since(start); waited < 500*time.Millisecond {
+		t.Errorf("written out after %s, before the delay of 500 ms", waited)
 	}
 	got := out.snapshot()
 	if len(got) != 1 || strings.Count(got[0], "\n") != 100 {
@@ -89,6 +89,27 @@ func TestABurstIsWrittenOutWhenTheBufferIsFull(t *testing.T) {
 	w.Flush()
 	if got := out.snapshot(); len(got) != 2 || got[1] != string(line) {
 		t.Fatalf("Flush wrote %q, want the held line", got[1:])
+	}
+}
+
+func TestALineThatDoesNotFitGoesAfterWhatIsHeld(t *testing.T) {
+	out := &recorder{}
+	w := New(out, time.Hour)
+	held := []byte(strings.Repeat("h", 60<<10-1) + "\n")
+	next := []byte(strings.Repeat("n", 8<<10-1) + "\n")
+	w.Write(held)
+	w.Write(next)
+	if got := out.snapshot(); len(got) != 1 || got[0] != string(held) {
+		t.Fatalf("after 60 KB and then 8 KB: %d writes, want the 60 KB held written out alone", len(got))
+	}
+	huge := []byte(strings.Repeat("u", 100<<10-1) + "\n")
+	w.Write(huge)
+	got := out.snapshot()
+	if len(got) != 3 || got[1] != string(next) || got[2] != string(huge) {
+		t.Fatalf("after a 100 KB line: %d writes, want the 8 KB line, then the 100 KB one at once", len(got))
+	}
+	if cap(w.buf) > maxBuffered {
+		t.Errorf("the buffer kept %d bytes of capacity after a huge line", cap(w.buf))
 	}
 }
 
@@ -128,8 +149,18 @@ func TestAWriteErrorIsReportedByFlush(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatalf("second Flush: %v, want the error reported once", err)
 	}
+	// A failed write made by the delay's timer is reported by the next
+	// Flush too.
+	w = New(out, time.Millisecond)
+	w.Write([]byte("b\n"))
+	waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return len(w.buf) == 0 })
+	if err := w.Flush(); err == nil || err.Error() != "broken pipe" {
+		t.Fatalf("Flush after the timer's failed write: %v, want the underlying writer's error", err)
+	}
 }
 
+// Under -race: writers on several goroutines, and the timer's flushes
+// between them, never tear a line or lose one.
 func TestConcurrentWritersKeepWholeLines(t *testing.T) {
 	var out bytes.Buffer
 	var mu sync.Mutex
