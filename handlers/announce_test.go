@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/internal/incident"
@@ -57,5 +58,9 @@ func TestAnnounceLogsEachNotification(t *testing.T) {
 	c.announce([]incident.Notification{note})
 	if logs.Len() != 0 {
 		t.Errorf("logged at --log-level warn: %s", logs.String())
+	}
+	// Counted whether logged or not.
+	if n := testutil.ToFloat64(c.Metrics.Notifications.WithLabelValues("crash", "firing")); n != 3 {
+		t.Errorf("herald_notifications_total{rule=crash,transition=firing} = %v, want 3", n)
 	}
 }

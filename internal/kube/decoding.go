@@ -82,9 +82,74 @@ func (s decodingSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
 	for i, info := range infos {
 		if info.MediaType == runtime.ContentTypeProtobuf {
 			infos[i].Serializer = decodingDecoder{Serializer: info.Serializer, kind: s.kind, decode: s.decode}
+			if info.StreamSerializer != nil {
+				stream := *info.StreamSerializer // shared with every client: not changed in place
+				stream.Serializer = watchEventDecoder{Serializer: stream.Serializer}
+				infos[i].StreamSerializer = &stream
+			}
 		}
 	}
 	return infos
+}
+
+// watchEventDecoder reads the frames of a protobuf watch, each a
+// metav1.WatchEvent: its type (1) and its object (2), a RawExtension
+// whose raw (1) is the object's own envelope. The object is not copied:
+// client-go's decoder copies it out of the frame into a new slice for
+// every event (a pod's 5–10 KB, the largest allocation per event under
+// churn, issue #34), to decode it at once and drop it. Here the event's
+// raw is the frame's memory, which the stream reuses for the next frame:
+// client-go's watch decoder decodes the object before it reads another
+// frame, and decode keeps nothing of raw (ListerWatcherDecoding).
+type watchEventDecoder struct {
+	runtime.Serializer
+}
+
+var watchEventKind = metav1.SchemeGroupVersion.WithKind("WatchEvent")
+
+func (d watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	event, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return d.Serializer.Decode(data, defaults, into)
+	}
+	*event = metav1.WatchEvent{}
+	err := eachField(data, func(num protowire.Number, val []byte) error {
+		switch num {
+		case 1:
+			event.Type = eventType(val)
+		case 2:
+			return eachField(val, func(num protowire.Number, val []byte) error {
+				if num == 1 {
+					event.Object.Raw = val
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("decoding a watch event: %w", err)
+	}
+	gvk := watchEventKind
+	return event, &gvk, nil
+}
+
+// eventType is a watch event's type, without an allocation for the
+// types there are.
+func eventType(b []byte) string {
+	switch string(b) {
+	case string(watch.Added):
+		return string(watch.Added)
+	case string(watch.Modified):
+		return string(watch.Modified)
+	case string(watch.Deleted):
+		return string(watch.Deleted)
+	case string(watch.Bookmark):
+		return string(watch.Bookmark)
+	case string(watch.Error):
+		return string(watch.Error)
+	}
+	return string(b) // client-go's decoder refuses it
 }
 
 // protobufPrefix starts every protobuf-encoded object the API server

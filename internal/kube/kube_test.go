@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -177,6 +178,33 @@ func listAndWatchDecoding(t *testing.T, env *testenv.Env, c *kube.Client) {
 		}
 	case <-ctx.Done():
 		t.Fatal("no watch event for the deleted pod")
+	}
+	// Events one after another, each read into the memory of the one
+	// before: each decodes as itself.
+	for round := range 3 {
+		for _, name := range []string{"decoded-0", "decoded-2"} {
+			patch := fmt.Sprintf(`{"metadata":{"labels":{"round":"%d-%s"}}}`, round, name)
+			if _, err := client.CoreV1().Pods("default").Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for round := range 3 {
+		for _, name := range []string{"decoded-0", "decoded-2"} {
+			var ev watch.Event
+			for ev.Object == nil || ev.Object.(metav1.Object).GetName() == "decoded-1" { // the deleted pod's last events
+				select {
+				case ev = <-w.ResultChan():
+				case <-ctx.Done():
+					t.Fatalf("no watch event for round %d of %s", round, name)
+				}
+			}
+			got, ok := ev.Object.(*decodedPod)
+			if want := fmt.Sprintf("%d-%s", round, name); ev.Type != watch.Modified || !ok || got.Name != name || got.Labels["round"] != want ||
+				got.image != "shop:"+strings.TrimPrefix(name, "decoded-") {
+				t.Fatalf("watched %s %T %+v, want %s modified with round=%s", ev.Type, ev.Object, ev.Object, name, want)
+			}
+		}
 	}
 	// An error answer is a Status, decoded as the scheme's.
 	_, err = lw.(cache.ListerWatcherWithContext).ListWithContext(ctx, metav1.ListOptions{LabelSelector: "a in (b"})

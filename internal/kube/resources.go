@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -42,8 +43,13 @@ func (c *Client) CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*co
 // side of the request is made of copies: cm is encoded once, into the
 // request's body (encodeConfigMap), and of the API server's answer, the
 // object as stored, only the resourceVersion is kept (resourceVersionFrom)
-// — client-go would have encoded it twice and read the answer whole.
+// — client-go encodes it into one buffer and copies that into another,
+// and reads the answer whole.
 func (c *Client) UpdateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+	if cm.Namespace == "" || cm.Name == "" {
+		// client-go's Do checks this; Stream does not.
+		return "", fmt.Errorf("updating a ConfigMap: namespace %q and name %q must both be set", cm.Namespace, cm.Name)
+	}
 	body, err := encodeConfigMap(cm)
 	if err != nil {
 		return "", err

@@ -48,7 +48,7 @@ const maxResourceVersion = 256
 // resourceVersion, skipping every other field unread. An answer without
 // an object or metadata is an error (it may have been cut short); an
 // object without a resourceVersion is not: "" is returned, and the
-// ledger reads the shard before its next write.
+// ledger reads the shard (or its claim) before writing it again.
 func streamedResourceVersion(r *bufio.Reader) (string, error) {
 	msg := fieldReader{r: r, left: -1}
 	for _, field := range []struct {
