@@ -30,7 +30,7 @@ func main() {
 	dir := flag.String("out", ".cache/bench", "directory for bench.json, profiles and logs")
 	onlyAsked := flag.Bool("only-asked", false, "offer only -rates, not 80% and 100% of r_max")
 	noContext := flag.Bool("no-context", false, "run herald with its crash context off (context.enabled: false); on by default, as in herald")
-	noPprof := flag.Bool("no-pprof", false, "run herald as deployed, without --pprof: no profiles, no allocation sampling (herald samples allocations only with --pprof), and memory read without forcing a collection first (the heap column is then the heap allocated, garbage included); for the RSS a cluster sees")
+	noPprof := flag.Bool("no-pprof", false, "run herald as deployed, without --pprof: no profiles, and memory read without forcing a collection first (the heap column is then the heap allocated, garbage included); for the RSS a cluster sees")
 	gomaxprocs := flag.Int("gomaxprocs", 0, "run herald and the floor notifier alike with GOMAXPROCS=N (0: as the environment has it, else Go's default); the load generator and the floor watch are not limited")
 	soak := flag.Duration("soak", 0, "instead of the benchmark, churn at half of r_max for this long and sample herald every 10 s (make soak; reads only -herald, -soak-pods and -out)")
 	soakPods := flag.Int("soak-pods", 5000, "pods for -soak")

@@ -43,7 +43,7 @@ const exitStartOver = 75
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	code := cli{stdout: os.Stdout, stderr: os.Stderr, routeKlog: true, recordStartOvers: true, bufferLogs: true, ownsRuntime: true}.run(ctx, os.Args[1:])
+	code := cli{stdout: os.Stdout, stderr: os.Stderr, routeKlog: true, recordStartOvers: true, bufferLogs: true}.run(ctx, os.Args[1:])
 	stopped := ctx.Err() != nil // a SIGTERM means stop, not start over
 	stop()
 	if code == exitStartOver && !stopped {
@@ -69,10 +69,6 @@ type cli struct {
 	// (internal/logbuf). Only main: tests that run herald in-process read
 	// its log as it is written.
 	bufferLogs bool
-	// ownsRuntime lets herald run turn the Go runtime's allocation
-	// sampling off (runtime.MemProfileRate, process-wide); only main:
-	// tests share the process.
-	ownsRuntime bool
 }
 
 // runMain runs a subcommand as tests do, without touching process-wide

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
-	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -41,34 +37,5 @@ func TestSetMemoryLimit(t *testing.T) {
 		if now := debug.SetMemoryLimit(-1); now != before {
 			t.Errorf("%q changed the runtime's limit to %d", bad, now)
 		}
-	}
-}
-
-// TestAllocationSamplingOnlyWithPprof: herald run samples allocations for
-// a heap profile only when --pprof can serve it; tests that run herald
-// in-process (ownsRuntime false) leave the process's setting alone.
-func TestAllocationSamplingOnlyWithPprof(t *testing.T) {
-	before := runtime.MemProfileRate
-	defer func() { runtime.MemProfileRate = before }()
-	// herald run decides before it reads its configuration: a missing
-	// one ends the run right after.
-	missing := filepath.Join(t.TempDir(), "missing.yaml")
-	run := func(c cli, args ...string) {
-		if code := c.cmdRun(context.Background(), append([]string{"--config", missing}, args...)); code == 0 {
-			t.Fatalf("herald run with a missing config exited 0")
-		}
-	}
-	owner := cli{stdout: io.Discard, stderr: io.Discard, ownsRuntime: true}
-	run(owner, "--pprof")
-	if runtime.MemProfileRate != before {
-		t.Fatalf("with --pprof: MemProfileRate %d, want it unchanged (%d)", runtime.MemProfileRate, before)
-	}
-	run(cli{stdout: io.Discard, stderr: io.Discard})
-	if runtime.MemProfileRate != before {
-		t.Fatalf("in-process (not owning the runtime): MemProfileRate %d, want it left at %d", runtime.MemProfileRate, before)
-	}
-	run(owner)
-	if runtime.MemProfileRate != 0 {
-		t.Fatalf("without --pprof: MemProfileRate %d, want 0 (nothing can read the samples)", runtime.MemProfileRate)
 	}
 }

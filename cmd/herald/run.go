@@ -9,7 +9,6 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -48,21 +47,13 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	renewDeadline := fs.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before giving up")
 	retryPeriod := fs.Duration("retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	shutdownGrace := fs.Duration("shutdown-grace", 20*time.Second, "after SIGTERM, how long queued notifications may take to go out before herald stops")
-	withPprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr, and sample allocations for the heap and allocs profiles (off without it); for performance work")
+	withPprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr (for performance work)")
 	kubeVerbosity := fs.Int("kube-log-verbosity", 0, "verbosity of the Kubernetes client's own log (with --log-level debug); 4 shows every list and watch the informers make and why; at most 5 (kubelog.go)")
 	forceKubeVerbosity := fs.Bool("force-kube-log-verbosity", false, "allow --kube-log-verbosity above 5, where the client logs request headers and bodies (Secrets included)")
 	apiCompression := fs.Bool("api-compression", false, "let the API server gzip its large answers (lists, ledger writes); worth it only over a slow link to it, as in-cluster it costs both sides CPU for nothing")
 	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
 	if code, ok := parseNoArgs(fs, "herald run -f FILE [--kubeconfig FILE] [--context NAME] [--namespace NS] [flags]", args, out, errOut); !ok {
 		return code
-	}
-	if c.ownsRuntime && !*withPprof {
-		// Go samples allocations for a heap profile that only --pprof
-		// serves: without it, the samples' records (and the hash table
-		// of their stacks, 1.4 MB of address space touched at random)
-		// are memory for nothing. Set here, before herald's own work;
-		// what package initialisation allocated was sampled already.
-		runtime.MemProfileRate = 0
 	}
 	kubeLogWarning, err := checkKubeLogVerbosity(*kubeVerbosity, *forceKubeVerbosity)
 	if err != nil {

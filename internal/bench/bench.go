@@ -55,9 +55,8 @@ type Options struct {
 	GOMAXPROCS int
 	// NoPprof runs herald as deployed, without --pprof: no profiles are
 	// taken, and memory is read without forcing a collection first (the
-	// heap figure is then the heap allocated, garbage included). herald
-	// samples allocations for its heap profile only with --pprof, so this
-	// is the RSS a cluster sees.
+	// heap figure is then the heap allocated, garbage included): the RSS
+	// of herald as a cluster runs it.
 	NoPprof bool
 	// Dir receives the report (bench.json), profiles and herald's logs.
 	Dir  string
