@@ -120,7 +120,7 @@ func (d watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind
 		case 2:
 			return eachField(val, func(num protowire.Number, val []byte) error {
 				if num == 1 {
-					event.Object.Raw = val
+					event.Object.Raw = val[:len(val):len(val)] // an append cannot write into the frame
 				}
 				return nil
 			})

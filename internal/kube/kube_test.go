@@ -14,6 +14,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -189,16 +190,23 @@ func listAndWatchDecoding(t *testing.T, env *testenv.Env, c *kube.Client) {
 			}
 		}
 	}
-	for round := range 3 {
-		for _, name := range []string{"decoded-0", "decoded-2"} {
-			var ev watch.Event
-			for ev.Object == nil || ev.Object.(metav1.Object).GetName() == "decoded-1" { // the deleted pod's last events
-				select {
-				case ev = <-w.ResultChan():
-				case <-ctx.Done():
-					t.Fatalf("no watch event for round %d of %s", round, name)
-				}
+	// All six are read before any is checked: by then every frame has
+	// been read into the memory the first was.
+	var events []watch.Event
+	for len(events) < 6 {
+		select {
+		case ev := <-w.ResultChan():
+			if m, err := meta.Accessor(ev.Object); err == nil && m.GetName() == "decoded-1" {
+				continue // the deleted pod's last events
 			}
+			events = append(events, ev)
+		case <-ctx.Done():
+			t.Fatalf("%d of 6 watch events for the patches", len(events))
+		}
+	}
+	for round := range 3 {
+		for i, name := range []string{"decoded-0", "decoded-2"} {
+			ev := events[2*round+i]
 			got, ok := ev.Object.(*decodedPod)
 			if want := fmt.Sprintf("%d-%s", round, name); ev.Type != watch.Modified || !ok || got.Name != name || got.Labels["round"] != want ||
 				got.image != "shop:"+strings.TrimPrefix(name, "decoded-") {
