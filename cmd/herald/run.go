@@ -67,8 +67,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	if c.bufferLogs {
 		// One write per batch of lines instead of one per line (see
 		// internal/logbuf); everything herald run writes to stderr from
-		// here on goes through it, so the order of lines is kept. Deferred first,
-		// so that it runs last: the lines of the shutdown go out too.
+		// here on goes through it, so the order of lines is kept.
+		// Deferred first, so that it runs last: the lines of the
+		// shutdown go out too.
 		lw := logbuf.New(errOut, logDelay)
 		defer lw.Flush()
 		errOut = lw

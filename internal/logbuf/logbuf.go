@@ -10,8 +10,8 @@
 //
 // What a buffer costs: if the process is killed (SIGKILL, the OOM killer)
 // or a goroutine panics (outside the controller's workers, whose panics
-// are logged as errors first), the lines of the last delay are lost. Go's own
-// crash output does not pass through here and is kept.
+// are logged as errors first), the lines of the last delay are lost. Go's
+// own crash output does not pass through here and is kept.
 package logbuf
 
 import (
