@@ -261,18 +261,18 @@ func (r *run) churn(ctx context.Context) error {
 		// after a forced GC so that it is complete (go tool pprof
 		// -sample_index=alloc_space -base allocs-<rate>-start.pprof
 		// allocs-<rate>-end.pprof).
-		if !h.profiling {
-			res := r.step(ctx, rate, &r.recv.current, h, nil)
-			r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
-			continue
+		var profile <-chan error
+		if h.profiling {
+			h.saveProfile("/debug/pprof/allocs?gc=1", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-start.pprof", rate)), r.opts.Logf)
+			profile = h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, fmt.Sprintf("cpu-%.0f.pprof", rate)))
 		}
-		h.saveProfile("/debug/pprof/allocs?gc=1", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-start.pprof", rate)), r.opts.Logf)
-		profile := h.cpuProfile(r.opts.Step, filepath.Join(r.opts.Dir, fmt.Sprintf("cpu-%.0f.pprof", rate)))
 		res := r.step(ctx, rate, &r.recv.current, h, nil)
-		if err := <-profile; err != nil {
-			r.opts.Logf("bench: CPU profile: %v", err)
+		if h.profiling {
+			if err := <-profile; err != nil {
+				r.opts.Logf("bench: CPU profile: %v", err)
+			}
+			h.saveProfile("/debug/pprof/allocs?gc=1", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-end.pprof", rate)), r.opts.Logf)
 		}
-		h.saveProfile("/debug/pprof/allocs?gc=1", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-end.pprof", rate)), r.opts.Logf)
 		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
 	}
 	if m, err := h.get("/metrics"); err == nil {

@@ -1,7 +1,6 @@
-package kube_test
+package kube
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -11,10 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-
-	"github.com/herald-k8s/herald/internal/kube"
 )
 
 // BenchmarkUpdateConfigMap: what herald's side of a ledger shard's write
@@ -30,14 +26,14 @@ func BenchmarkUpdateConfigMap(b *testing.B) {
 	stored := cm.DeepCopy()
 	stored.ResourceVersion = "42"
 	stored.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "herald", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1"}}
-	answer := encodeProtobuf(b, stored)
+	answer := protobufOf(b, stored)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
 		w.Write(answer)
 	}))
 	defer srv.Close()
-	c, err := kube.New(&rest.Config{Host: srv.URL, QPS: -1})
+	c, err := New(&rest.Config{Host: srv.URL, QPS: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,18 +45,4 @@ func BenchmarkUpdateConfigMap(b *testing.B) {
 			b.Fatalf("UpdateConfigMap: %q, %v; want 42", rv, err)
 		}
 	}
-}
-
-// encodeProtobuf encodes obj as the API server sends it.
-func encodeProtobuf(tb testing.TB, obj runtime.Object) []byte {
-	tb.Helper()
-	info, ok := runtime.SerializerInfoForMediaType(kube.Codecs.SupportedMediaTypes(), "application/vnd.kubernetes.protobuf")
-	if !ok {
-		tb.Fatal("no protobuf serializer")
-	}
-	var buf bytes.Buffer
-	if err := kube.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion).Encode(obj, &buf); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
 }

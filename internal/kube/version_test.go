@@ -31,7 +31,9 @@ func storedConfigMap() *corev1.ConfigMap {
 	}
 }
 
-func protobufOf(t *testing.T, obj runtime.Object) []byte {
+// protobufOf encodes obj as the API server sends it (client-go's
+// protobuf serializer).
+func protobufOf(t testing.TB, obj runtime.Object) []byte {
 	t.Helper()
 	info, _ := runtime.SerializerInfoForMediaType(Codecs.SupportedMediaTypes(), protobufContentType)
 	var buf bytes.Buffer

@@ -18,13 +18,9 @@ import (
 func watchFrame(t testing.TB, typ watch.EventType, obj runtime.Object) ([]byte, runtime.Serializer) {
 	t.Helper()
 	info, _ := runtime.SerializerInfoForMediaType(Codecs.SupportedMediaTypes(), protobufContentType)
-	var raw bytes.Buffer
-	if err := Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion).Encode(obj, &raw); err != nil {
-		t.Fatal(err)
-	}
 	stream := info.StreamSerializer.Serializer
 	var frame bytes.Buffer
-	event := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: raw.Bytes()}}
+	event := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: protobufOf(t, obj)}}
 	if err := stream.Encode(event, &frame); err != nil {
 		t.Fatal(err)
 	}
