@@ -14,8 +14,31 @@ import (
 	_ "time/tzdata" // time zones of maintenance windows, in an image without /usr/share/zoneinfo
 )
 
-// version is stamped at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, revision and buildDate are stamped at build time with
+// -ldflags "-X main.version=... -X main.revision=... -X main.buildDate=..."
+// (make build, make image, the Dockerfile).
+var (
+	version   = "dev"
+	revision  = ""
+	buildDate = ""
+)
+
+// versionLine is what `herald version` prints: the version, and the
+// commit and build date when the build stamped them.
+func versionLine() string {
+	line := "herald " + version
+	if revision != "" || buildDate != "" {
+		line += fmt.Sprintf(" (commit %s, built %s)", orUnknown(revision), orUnknown(buildDate))
+	}
+	return line
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
 
 const usage = `herald watches a Kubernetes cluster and notifies people when something goes wrong.
 
@@ -100,7 +123,7 @@ func (c cli) run(ctx context.Context, args []string) int {
 		if code, ok := parseNoArgs(fs, "herald version", args[1:], stdout, stderr); !ok {
 			return code
 		}
-		fmt.Fprintln(stdout, "herald", version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

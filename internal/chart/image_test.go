@@ -41,7 +41,7 @@ func TestDockerfile(t *testing.T) {
 	if len(froms) != 2 || !strings.HasSuffix(froms[0], " AS build") || !strings.Contains(froms[1], "distroless/static") || !strings.HasSuffix(froms[1], ":nonroot") {
 		t.Errorf("stages: %q", froms)
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X main.version=${VERSION}", "./cmd/herald"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X main.version=${VERSION}", "-X main.revision=${REVISION}", "-X main.buildDate=${BUILD_DATE}", "./cmd/herald"} {
 		if !strings.Contains(build, want) {
 			t.Errorf("build step %q lacks %q", build, want)
 		}
@@ -59,7 +59,7 @@ func TestDockerfile(t *testing.T) {
 // stamped.
 func TestStaticBuild(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "herald")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=v9.9.9-test", "-o", bin, "./cmd/herald")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=v9.9.9-test -X main.revision=0123abc -X main.buildDate=2026-11-28T00:00:00Z", "-o", bin, "./cmd/herald")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -76,7 +76,7 @@ func TestStaticBuild(t *testing.T) {
 		}
 	}
 	out, err := exec.Command(bin, "version").Output()
-	if err != nil || strings.TrimSpace(string(out)) != "herald v9.9.9-test" {
+	if err != nil || strings.TrimSpace(string(out)) != "herald v9.9.9-test (commit 0123abc, built 2026-11-28T00:00:00Z)" {
 		t.Errorf("herald version: %q, %v", out, err)
 	}
 }

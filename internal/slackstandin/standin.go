@@ -51,6 +51,10 @@ type Options struct {
 	// RetryAfter is how long an envelope may stay unacknowledged on a live
 	// connection before it is delivered again (Slack: about 3 s). Default 3 s.
 	RetryAfter time.Duration
+	// Addr is where to listen, host:port; "" is 127.0.0.1 with a port
+	// of the kernel's choice (a test node's pods reach the host at the
+	// host end of their node's link instead).
+	Addr string
 	// PingInterval is how often the stand-in pings each Socket Mode
 	// connection. slack-go's socketmode client treats a connection that has
 	// not been pinged for 30 s as dead, so this must stay well below that.
@@ -119,7 +123,8 @@ type Server struct {
 	dropped    int
 }
 
-// Start starts a stand-in on 127.0.0.1 with a port of the kernel's choice.
+// Start starts a stand-in on Options.Addr, by default 127.0.0.1 with a
+// port of the kernel's choice.
 func Start(opts Options) (*Server, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -130,7 +135,10 @@ func Start(opts Options) (*Server, error) {
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = 5 * time.Second
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("slackstandin: listen: %w", err)
 	}

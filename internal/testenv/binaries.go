@@ -20,13 +20,15 @@ const (
 )
 
 // Binaries are the paths of the control-plane programs (the scheduler,
-// controller-manager and kubelet are for a real node, Options.Node).
+// controller-manager, kubelet and kube-proxy are for a real node,
+// Options.Node).
 type Binaries struct {
 	KubeAPIServer         string
 	Etcd                  string
 	KubeScheduler         string
 	KubeControllerManager string
 	Kubelet               string
+	KubeProxy             string
 }
 
 // sourceDir is this package's directory, known at compile time; the tools
@@ -61,8 +63,9 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 		KubeScheduler:         filepath.Join(binDir, "kube-scheduler-"+KubeVersion),
 		KubeControllerManager: filepath.Join(binDir, "kube-controller-manager-"+KubeVersion),
 		Kubelet:               filepath.Join(binDir, "kubelet-"+KubeVersion),
+		KubeProxy:             filepath.Join(binDir, "kube-proxy-"+KubeVersion),
 	}
-	if exists(bins.KubeAPIServer) && exists(bins.Etcd) && exists(bins.KubeScheduler) && exists(bins.KubeControllerManager) && exists(bins.Kubelet) {
+	if exists(bins.KubeAPIServer) && exists(bins.Etcd) && exists(bins.KubeScheduler) && exists(bins.KubeControllerManager) && exists(bins.Kubelet) && exists(bins.KubeProxy) {
 		return bins, nil
 	}
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
@@ -85,6 +88,7 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 		{"k8s.io/kubernetes/cmd/kube-scheduler", bins.KubeScheduler, kubeLDFlags},
 		{"k8s.io/kubernetes/cmd/kube-controller-manager", bins.KubeControllerManager, kubeLDFlags},
 		{"k8s.io/kubernetes/cmd/kubelet", bins.Kubelet, kubeLDFlags},
+		{"k8s.io/kubernetes/cmd/kube-proxy", bins.KubeProxy, kubeLDFlags},
 	} {
 		if exists(b.out) { // built by whoever held the lock before us
 			continue

@@ -15,7 +15,8 @@ import (
 )
 
 // Debian's packages the test node runs on: containerd 1.6 (kubelet 1.36
-// supports it and warns that 1.37 will not), runc, and the CNI plugins.
+// supports it and warns that 1.37 will not), runc, the CNI plugins and
+// iptables.
 var nodePackages = []struct{ program, pkg string }{
 	{"containerd", "containerd"},
 	{"containerd-shim-runc-v2", "containerd"},
@@ -24,6 +25,9 @@ var nodePackages = []struct{ program, pkg string }{
 	{"/usr/lib/cni/bridge", "containernetworking-plugins"},
 	{"nsenter", "util-linux"},
 	{"ip", "iproute2"},
+	// kube-proxy's iptables mode (Services, the kubernetes Service
+	// among them, for pods that use in-cluster config).
+	{"iptables-restore", "iptables"},
 }
 
 // cniBinDir is where Debian's containernetworking-plugins installs.
@@ -56,6 +60,22 @@ type containerd struct {
 }
 
 func (c *containerd) runcRoot() string { return filepath.Join(c.dir, "runc") }
+
+// hostsDir holds a hosts.toml per registry (containerd's registry host
+// configuration, read at every pull: no restart to add one).
+func (c *containerd) hostsDir() string { return filepath.Join(c.dir, "certs.d") }
+
+// trustRegistry lets the node pull from a plain-HTTP registry at host
+// (host:port), as a cluster's nodes are configured for a registry of
+// their own.
+func (c *containerd) trustRegistry(host string) error {
+	dir := filepath.Join(c.hostsDir(), host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	hosts := fmt.Sprintf("server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", host, host)
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644)
+}
 
 // startContainerd writes containerd's config and starts it inside the
 // node's network namespace (the CRI plugin sets up pod networks there).
@@ -96,6 +116,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   sandbox_image = %q
   restrict_oom_score_adj = true
   enable_cdi = false
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
@@ -103,7 +125,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     runtime_type = "io.containerd.runc.v2"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
       Root = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.socket, PauseImage, cniBinDir, cniConf, c.runcRoot())
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.socket, PauseImage, c.hostsDir(), cniBinDir, cniConf, c.runcRoot())
 	configPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		return nil, err

@@ -64,6 +64,10 @@ func setUpNodeNetwork() (*nodeNetwork, error) {
 			{"-n", n.Namespace, "addr", "add", n.NodeIP + "/30", "dev", nodeLink},
 			{"-n", n.Namespace, "link", "set", nodeLink, "up"},
 			{"-n", n.Namespace, "link", "set", "lo", "up"},
+			// The pods' answers come back to the host (the API server
+			// behind the kubernetes Service, a test's receivers on
+			// HostIP): their subnet is behind the node.
+			{"route", "add", n.PodSubnet, "via", n.NodeIP, "dev", n.hostLink},
 		}
 		for _, step := range steps {
 			if err := ip(step...); err != nil {

@@ -28,6 +28,10 @@ type Node struct {
 	Name string
 	// IP is the node's InternalIP (the kubelet listens there).
 	IP string
+	// HostIP is the host end of the node's link: the node and its pods
+	// reach this machine there (the API server, a test's registry or
+	// receivers listening on it).
+	HostIP string
 
 	dir        string
 	network    *nodeNetwork
@@ -38,6 +42,7 @@ type Node struct {
 	mu                 sync.Mutex
 	kubelet            *process
 	kubeletArgs        []string
+	kubeProxy          *process
 	scheduler, ctrlMgr *process
 	forwardWG          sync.WaitGroup
 }
@@ -98,7 +103,7 @@ func planNode(dir string) (*nodePlan, error) {
 
 // startNode brings the planned node up against the running env.
 func (e *Env) startNode(ctx context.Context, p *nodePlan, bins Binaries, logf func(string, ...any)) (n *Node, err error) {
-	n = &Node{Name: p.name, IP: p.network.NodeIP, dir: p.dir, network: p.network, cgroupRoot: "/" + p.name}
+	n = &Node{Name: p.name, IP: p.network.NodeIP, HostIP: p.network.HostIP, dir: p.dir, network: p.network, cgroupRoot: "/" + p.name}
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n%s", err, n.tails())
@@ -166,6 +171,9 @@ func (e *Env) startNode(ctx context.Context, p *nodePlan, bins Binaries, logf fu
 	}
 	n.ctrlMgr, err = startProcess(bins.KubeControllerManager, filepath.Join(n.dir, "kube-controller-manager.log"),
 		"--kubeconfig="+adminKubeconfig, "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[1]), "--leader-elect=false",
+		// Every namespace gets kube-root-ca.crt, which the token volume
+		// of a pod's ServiceAccount carries as its ca.crt.
+		"--root-ca-file="+filepath.Join(e.Dir, "pki", "apiserver.crt"),
 		// A stopped kubelet's node goes NotReady 10 s after its last
 		// lease renewal (the default is 50 s).
 		"--node-monitor-grace-period=10s", "--node-monitor-period=1s")
@@ -179,12 +187,19 @@ func (e *Env) startNode(ctx context.Context, p *nodePlan, bins Binaries, logf fu
 	if err := n.StartKubelet(ctx); err != nil {
 		return n, err
 	}
+	if err := n.startKubeProxy(ctx, e, bins.KubeProxy); err != nil {
+		return n, err
+	}
 	if err := n.waitReady(ctx, client, corev1.ConditionTrue, 90*time.Second); err != nil {
 		return n, fmt.Errorf("node %s did not become Ready: %w", n.Name, err)
 	}
-	logf("testenv: node %s (%s) Ready in %s: kubelet %s, containerd, kube-scheduler, kube-controller-manager", n.Name, n.IP, time.Since(start).Round(100*time.Millisecond), KubeVersion)
+	logf("testenv: node %s (%s) Ready in %s: kubelet %s, kube-proxy, containerd, kube-scheduler, kube-controller-manager", n.Name, n.IP, time.Since(start).Round(100*time.Millisecond), KubeVersion)
 	return n, nil
 }
+
+// TrustRegistry lets the node's containerd pull from the plain-HTTP
+// registry at host (host:port, e.g. a Registry on the node's HostIP).
+func (n *Node) TrustRegistry(host string) error { return n.runtime.trustRegistry(host) }
 
 // LoadImage imports another image archive (the "docker save" layout) into
 // the node's containerd; pods use it with imagePullPolicy: Never.
@@ -221,7 +236,7 @@ func (n *Node) waitReady(ctx context.Context, client kubernetes.Interface, want 
 // tails returns the last lines of the node's logs, for start-up errors.
 func (n *Node) tails() string {
 	var b strings.Builder
-	for _, p := range []*process{n.kubelet, n.scheduler, n.ctrlMgr} {
+	for _, p := range []*process{n.kubelet, n.kubeProxy, n.scheduler, n.ctrlMgr} {
 		if p != nil {
 			b.WriteString(p.tail(20) + "\n")
 		}
@@ -250,6 +265,7 @@ func (n *Node) stop(ctx context.Context, client kubernetes.Interface) []error {
 	n.mu.Lock()
 	n.kubelet.stop()
 	n.mu.Unlock()
+	n.kubeProxy.stop()
 	n.runtime.stop()
 	if err := unmountUnder(n.dir); err != nil {
 		errs = append(errs, err)

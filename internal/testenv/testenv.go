@@ -30,6 +30,11 @@ import (
 // AdminUser is the user behind Env.Config; it is in system:masters.
 const AdminUser = "herald-admin"
 
+// ServiceCIDR is the Services' address range: 198.19.0.0/24, in the
+// benchmarking range beside the test nodes' pod subnets (198.19.S.0/24
+// for slots S from 1).
+const ServiceCIDR = "198.19.0.0/24"
+
 // Options tune Start.
 type Options struct {
 	// Logf receives progress lines (binary builds, start-up). Optional.
@@ -138,6 +143,13 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	tokenLines := adminToken + "," + AdminUser + ",uid-admin,\"system:masters\"\n"
 	authorization := "--authorization-mode=RBAC"
 	advertise := "127.0.0.1"
+	if !opts.Node {
+		// Without a controller-manager nobody creates the default
+		// ServiceAccount that this admission plugin insists on. With a
+		// node it stays: it gives pods their token volume, which
+		// in-cluster configuration reads.
+		env.apiserverArgs = append(env.apiserverArgs, "--disable-admission-plugins=ServiceAccount")
+	}
 	if opts.Node {
 		if plan, err = planNode(env.Dir); err != nil {
 			return env, err
@@ -150,25 +162,27 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 	port := strconv.Itoa(ports[2])
-	env.apiserverArgs = []string{
-		"--etcd-servers=" + env.EtcdURL,
+	env.apiserverArgs = append(env.apiserverArgs,
+		"--etcd-servers="+env.EtcdURL,
 		"--bind-address=127.0.0.1",
-		"--advertise-address=" + advertise,
-		"--secure-port=" + port,
-		"--cert-dir=" + certDir,
-		"--token-auth-file=" + tokens,
+		"--advertise-address="+advertise,
+		"--secure-port="+port,
+		"--cert-dir="+certDir,
+		"--token-auth-file="+tokens,
 		authorization,
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file=" + saKey,
-		"--service-account-signing-key-file=" + saKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
-		// Without a controller-manager nobody creates the default
-		// ServiceAccount that this admission plugin insists on.
-		"--disable-admission-plugins=ServiceAccount",
+		"--service-account-key-file="+saKey,
+		"--service-account-signing-key-file="+saKey,
+		// Service addresses from the benchmarking range, like the
+		// node's (netns.go): the kubernetes Service is 198.19.0.1, the
+		// API server's serving certificate names it, and a packet to a
+		// Service that kube-proxy has not translated goes nowhere but
+		// the test's own network.
+		"--service-cluster-ip-range="+ServiceCIDR,
 		// pods/log is proxied to the node's kubelet; a test's stand-in
 		// kubelet (StartKubelet) listens on loopback, its InternalIP.
 		"--kubelet-preferred-address-types=InternalIP",
-	}
+	)
 	if opts.Audit {
 		policy := filepath.Join(env.Dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n"), 0o600); err != nil {

@@ -38,9 +38,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	registry, err := testenv.EnsureRegistry(context.Background(), logf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := testenv.EnsureNodePackages(context.Background(), logf); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s, %s, %s, %s\n", bins.KubeAPIServer, bins.Etcd, helm, promtool, alertmanager)
+	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s, %s, %s, %s, %s\n", bins.KubeAPIServer, bins.Etcd, helm, promtool, alertmanager, registry)
 }

@@ -1,0 +1,301 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/herald-k8s/herald/internal/ociimage"
+	"github.com/herald-k8s/herald/internal/slackstandin"
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+// installation is herald installed by Helm from an OCI registry, as a
+// user installs it: the image built by `make image`'s code and pushed to
+// a real registry the node pulls from, the chart packaged and pushed as
+// an OCI artifact, and `helm install` with only the values a user sets.
+type installation struct {
+	helm, kubeconfig, namespace, release string
+	registry                             *testenv.Registry
+	slack                                *slackstandin.Server
+	chartRef, version                    string
+}
+
+// TestHelmInstall installs herald with Helm onto the real node and
+// checks what a user checks: both pods Ready (the probes hold, in-cluster
+// configuration reaches the API server through the kubernetes Service),
+// one Lease holder, metrics served, and a crash-looping Deployment in
+// another namespace gives one Slack message with its log tail and a
+// "What changed" section.
+func TestHelmInstall(t *testing.T) {
+	start := time.Now()
+	in := install(t)
+	t.Logf("image built and pushed, chart pushed, helm install --wait done in %s", time.Since(start).Round(time.Second))
+
+	pods := in.readyPods(t, 2, 3*time.Minute)
+	holder := in.leaseHolder(t, pods, time.Minute)
+	t.Logf("pods %s and %s Ready; %s holds the Lease", pods[0].Name, pods[1].Name, holder.Name)
+	for _, p := range pods {
+		metrics := get(t, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/metrics")
+		want := "herald_leader 0"
+		if p.Name == holder.Name {
+			want = "herald_leader 1"
+		}
+		if !strings.Contains(metrics, want) {
+			t.Errorf("pod %s's /metrics lacks %q", p.Name, want)
+		}
+	}
+
+	// A crash-looping Deployment in a namespace of its own.
+	crashStart := time.Now()
+	namespace(t, "install-crash")
+	deployment(t, "install-crash", "ledger-api", 1, workload("-log", "ledger-api: cannot reach postgres at db:5432", "-exit", "1"))
+	msg := in.awaitMessage(t, "ledger-api", 3*time.Minute)
+	t.Logf("the crash loop's Slack message %s s after the Deployment was made", time.Since(crashStart).Round(time.Second))
+	blocks := string(msg.Blocks)
+	for _, want := range []string{"install-crash", "Last log lines", "cannot reach postgres at db:5432", "What changed"} {
+		if !strings.Contains(blocks, want) {
+			t.Errorf("the crash-loop message lacks %q:\n%s", want, blocks)
+		}
+	}
+	// Later changes of the incident edit that message; none is posted
+	// anew (the pod keeps crashing meanwhile).
+	awaitPods(t, "install-crash", "ledger-api", 2*time.Minute, "ledger-api restarted twice", func(pods []corev1.Pod) bool {
+		return restarts(pods) >= 2
+	})
+	if got := in.messagesAbout("ledger-api"); len(got) != 1 {
+		t.Errorf("%d top-level messages about ledger-api, want 1", len(got))
+	}
+}
+
+// install builds and pushes the image and the chart, starts the Slack
+// stand-in and runs helm install.
+func install(t *testing.T) *installation {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	in := &installation{namespace: "herald", release: "herald", kubeconfig: filepath.Join(dir, "kubeconfig")}
+	var err error
+	if in.helm, err = testenv.EnsureHelm(ctx, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	if in.version, err = ociimage.ChartAppVersion("../../charts/herald/Chart.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WriteKubeconfig(in.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	// The registry listens where the node reaches this machine.
+	in.registry = testenv.StartRegistry(t, env.Node.HostIP)
+	if err := env.Node.TrustRegistry(in.registry.Host); err != nil {
+		t.Fatal(err)
+	}
+	layout := filepath.Join(dir, "image")
+	if _, err := ociimage.Build(ctx, ociimage.Options{Source: "../..", Out: layout, Tag: in.version, Version: in.version,
+		Revision: "realnode", Created: time.Now().UTC().Truncate(time.Second), Platforms: []ociimage.Platform{{OS: "linux", Architecture: runtime.GOARCH}}}); err != nil {
+		t.Fatal(err)
+	}
+	image := ociimage.Reference{Registry: in.registry.Host, Repository: "herald/herald", Tag: in.version}
+	if _, err := (ociimage.Pusher{PlainHTTP: true}).Push(ctx, layout, image); err != nil {
+		t.Fatal(err)
+	}
+	in.run(t, "package", "../../charts/herald", "--destination", dir)
+	in.run(t, "push", filepath.Join(dir, "herald-"+chartVersion(t)+".tgz"), "oci://"+in.registry.Host+"/charts", "--plain-http")
+	in.chartRef = "oci://" + in.registry.Host + "/charts/herald"
+
+	// Slack, where the pods reach this machine.
+	if in.slack, err = slackstandin.Start(slackstandin.Options{Addr: net.JoinHostPort(env.Node.HostIP, "0"), BotToken: "xoxb-realnode-install"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.slack.Close)
+
+	// What the README tells a user to do: a namespace, the bot token's
+	// Secret, helm install.
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: in.namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "herald-slack"}, StringData: map[string]string{"token": "xoxb-realnode-install"}}
+	if _, err := client.CoreV1().Secrets(in.namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sinks := fmt.Sprintf(`[{"name":"slack","slack":{"token":{"file":"/var/run/secrets/herald/slack/token"},"apiURL":%q,"insecure":true}}]`, in.slack.URL()+"/api/")
+	in.run(t, "install", in.release, in.chartRef, "--version", chartVersion(t), "--plain-http", "--namespace", in.namespace,
+		"--set", "clusterName=realnode", "--set", "slack.channel=#alerts",
+		"--set", "image.repository="+in.registry.Host+"/herald/herald",
+		"--set-json", "config.sinks="+sinks,
+		"--wait", "--timeout", "4m")
+	t.Cleanup(func() { in.helmOutput("uninstall", in.release, "--namespace", in.namespace, "--wait", "--timeout", "1m") })
+	return in
+}
+
+// chartVersion is the chart's version (Chart.yaml).
+func chartVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../charts/herald/Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "version:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	t.Fatal("Chart.yaml has no version")
+	return ""
+}
+
+func (in *installation) helmOutput(args ...string) (string, error) {
+	cmd := exec.Command(in.helm, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+in.kubeconfig, "HELM_CACHE_HOME="+filepath.Join(filepath.Dir(in.kubeconfig), "helm-cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(filepath.Dir(in.kubeconfig), "helm-config"), "HELM_DATA_HOME="+filepath.Join(filepath.Dir(in.kubeconfig), "helm-data"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (in *installation) run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := in.helmOutput(args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, in.podLogs())
+	}
+	return out
+}
+
+// podLogs is what the release's pods say, for failure messages.
+func (in *installation) podLogs() string {
+	ctx := context.Background()
+	pods, err := client.CoreV1().Pods(in.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "--- pod %s (%s)\n", p.Name, p.Status.Phase)
+		for _, cs := range p.Status.ContainerStatuses {
+			fmt.Fprintf(&b, "  %s: ready %v, restarts %d, %s\n", cs.Name, cs.Ready, cs.RestartCount, stateOf(cs))
+		}
+		logs, _ := client.CoreV1().Pods(in.namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptrTo[int64](30)}).DoRaw(ctx)
+		b.Write(logs)
+	}
+	events, _ := client.CoreV1().Events(in.namespace).List(ctx, metav1.ListOptions{})
+	if events != nil {
+		for _, e := range events.Items {
+			fmt.Fprintf(&b, "event %s/%s %s: %s\n", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	return b.String()
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// readyPods waits until the release has n pods, all Ready.
+func (in *installation) readyPods(t *testing.T, n int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Pods(in.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + in.release})
+		if err != nil {
+			return false, nil
+		}
+		pods = nil
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil && podReady(p) {
+				pods = append(pods, p)
+			}
+		}
+		return len(pods) == n && len(list.Items) == n, nil
+	})
+	if err != nil {
+		t.Fatalf("%d Ready pods of the release, want %d: %v\n%s", len(pods), n, err, in.podLogs())
+	}
+	return pods
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// leaseHolder waits until one of pods holds the release's Lease.
+func (in *installation) leaseHolder(t *testing.T, pods []corev1.Pod, timeout time.Duration) corev1.Pod {
+	t.Helper()
+	var holder string
+	var found corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		lease, err := client.CoordinationV1().Leases(in.namespace).Get(ctx, in.release, metav1.GetOptions{})
+		if err != nil || lease.Spec.HolderIdentity == nil {
+			return false, nil
+		}
+		holder = *lease.Spec.HolderIdentity
+		for _, p := range pods {
+			if strings.HasPrefix(holder, p.Name+"_") {
+				found = p
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no pod of the release holds the Lease (holder %q): %v\n%s", holder, err, in.podLogs())
+	}
+	return found
+}
+
+// messagesAbout returns the top-level Slack messages that name what.
+func (in *installation) messagesAbout(what string) []slackstandin.Message {
+	var out []slackstandin.Message
+	for _, m := range in.slack.Messages() {
+		if m.ThreadTS == "" && !m.Ephemeral && (strings.Contains(m.Text, what) || strings.Contains(string(m.Blocks), what)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// awaitMessage waits for the first top-level Slack message naming what.
+func (in *installation) awaitMessage(t *testing.T, what string, timeout time.Duration) slackstandin.Message {
+	t.Helper()
+	var got []slackstandin.Message
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		got = in.messagesAbout(what)
+		return len(got) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no Slack message about %s within %s (%d messages in all)\n%s", what, timeout, len(in.slack.Messages()), in.podLogs())
+	}
+	return got[0]
+}
+
+// get fetches url from this machine (a pod's address is routed to the
+// node) and returns the body of a 200 answer.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return string(body)
+}
