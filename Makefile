@@ -4,9 +4,10 @@
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
-.PHONY: all build test vet testenv demo clean bench fuzz soak
+.PHONY: all build image test vet testenv demo clean bench fuzz soak
 
 all: build
 
@@ -14,8 +15,17 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/herald ./cmd/herald
 
+# herald's image without Docker, equal to the Dockerfile's: an OCI image
+# layout in .cache/image with an index for IMAGE_PLATFORMS, tagged with
+# the chart's appVersion. IMAGE=REGISTRY/REPOSITORY:TAG also pushes it (to
+# a registry that needs no login; PLAIN_HTTP=1 for one on http://).
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+image:
+	$(GO) run ./internal/ociimage/build -out .cache/image -platforms $(IMAGE_PLATFORMS) $(if $(IMAGE),-push $(IMAGE)) $(if $(PLAIN_HTTP),-plain-http)
+
 # etcd, kube-apiserver, the real node's kubelet, scheduler and
-# controller-manager, helm, promtool and Alertmanager for the tests (minutes the first
+# controller-manager and kube-proxy, helm, promtool, Alertmanager and the
+# OCI registry for the tests (minutes the first
 # time), and Debian's containerd, runc and CNI plugins (apt-get, as root)
 # when missing: docs/testing.md.
 testenv:
