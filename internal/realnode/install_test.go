@@ -138,7 +138,9 @@ func install(t *testing.T) *installation {
 		"--set", "image.repository="+in.registry.Host+"/herald/herald",
 		"--set-json", "config.sinks="+sinks,
 		"--wait", "--timeout", "4m")
-	t.Cleanup(func() { in.helmOutput("uninstall", in.release, "--namespace", in.namespace, "--wait", "--timeout", "1m") })
+	t.Cleanup(func() {
+		in.helmOutput("uninstall", in.release, "--namespace", in.namespace, "--wait", "--timeout", "1m")
+	})
 	return in
 }
 
