@@ -52,6 +52,7 @@ Usage:
   herald silence create --incident ID (--for 2h | --until TIME) --comment TEXT
   herald silence list [--namespace NS | -A]
   herald silence expire (--namespace NS | --all-namespaces) NAME
+  herald healthcheck [--url http://HOST:PORT/readyz]
   herald version
 
 Commands that talk to a cluster find it as kubectl does: --kubeconfig, else
@@ -118,6 +119,8 @@ func (c cli) run(ctx context.Context, args []string) int {
 		return c.cmdIncidents(ctx, args[1:])
 	case "silence", "silences":
 		return c.cmdSilence(ctx, args[1:])
+	case "healthcheck":
+		return cmdHealthcheck(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fs := flag.NewFlagSet("herald version", flag.ContinueOnError)
 		if code, ok := parseNoArgs(fs, "herald version", args[1:], stdout, stderr); !ok {

@@ -26,8 +26,11 @@ func (n *Node) startKubeProxy(ctx context.Context, e *Env, bin string) error {
 	// conntrack maxPerCore 0 and the zero timeouts: leave the
 	// machine-wide conntrack settings alone (a network namespace cannot
 	// set them). localhostNodePorts off: no route_localnet. Pods of the
-	// node's subnet are the cluster's (detectLocalMode ClusterCIDR): no
-	// masquerading between them and Services.
+	// node's subnet are the cluster's (detectLocalMode ClusterCIDR).
+	// masqueradeAll: a pod reaching another pod of the node's bridge
+	// through a Service gets the answer back through the node (which
+	// undoes the translation) and not straight over the bridge, which
+	// would need br_netfilter on the machine.
 	config := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -44,6 +47,7 @@ conntrack:
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
 iptables:
+  masqueradeAll: true
   localhostNodePorts: false
   minSyncPeriod: 1s
   syncPeriod: 30s
