@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ type installation struct {
 	helm, kubeconfig, namespace, release string
 	registry                             *testenv.Registry
 	slack                                *slackstandin.Server
-	chartRef, version                    string
+	chartRef, version, layout            string
 }
 
 // TestHelmInstall installs herald with Helm onto the real node and
@@ -79,6 +80,203 @@ func TestHelmInstall(t *testing.T) {
 	if got := in.messagesAbout("ledger-api"); len(got) != 1 {
 		t.Errorf("%d top-level messages about ledger-api, want 1", len(got))
 	}
+
+	// Values herald would refuse fail the upgrade, and the running pods
+	// are left as they were: a typo the chart sees while rendering, and
+	// a CEL condition only herald can judge (the config-check hook).
+	before := in.podNames(t)
+	for _, bad := range []struct{ values, want string }{
+		{`[{"name":"sts","kind":"StatefulSet","detector":"unavailble"}]`, `extraRules[0].detector: unknown detector "unavailble"`},
+		{`[{"name":"jobs","kind":"Job","detector":"job-failed","sinks":["pagerduty"]}]`, `extraRules[0].sinks[0]: no sink named "pagerduty"`},
+		{`[{"name":"phase","kind":"Pod","condition":"object.status.phase ==","sinks":["slack"]}]`, `pre-upgrade hooks failed`},
+	} {
+		out, err := in.helmOutput("upgrade", in.release, in.chartRef, "--version", chartVersion(t), "--plain-http", "--namespace", in.namespace,
+			"--reuse-values", "--set-json", "extraRules="+bad.values, "--wait", "--timeout", "2m")
+		if err == nil || !strings.Contains(out, bad.want) {
+			t.Errorf("helm upgrade with extraRules=%s: %v, want a failure with %q:\n%s", bad.values, err, bad.want, out)
+		}
+	}
+	if logs := in.jobLogs(t, in.release+"-config-check"); !strings.Contains(logs, "rules[") || !strings.Contains(logs, "condition") {
+		t.Errorf("the config-check Job's log does not say what is wrong with the condition:\n%s", logs)
+	}
+	if after := in.podNames(t); after != before {
+		t.Errorf("a refused upgrade touched the pods: %s before, %s after", before, after)
+	}
+
+	// A rolling upgrade to another tag of the image while the incident is
+	// open: the ledger carries it, so the next update edits the same
+	// message and nothing is sent again.
+	updates := in.messagesAbout("ledger-api")[0].Updates
+	next := ociimage.Reference{Registry: in.registry.Host, Repository: "herald/herald", Tag: in.version + "-next"}
+	if _, err := (ociimage.Pusher{PlainHTTP: true}).Push(context.Background(), in.layout, next); err != nil {
+		t.Fatal(err)
+	}
+	upgradeStart := time.Now()
+	in.run(t, "upgrade", in.release, in.chartRef, "--version", chartVersion(t), "--plain-http", "--namespace", in.namespace,
+		"--reuse-values", "--set", "image.tag="+next.Tag, "--wait", "--timeout", "4m")
+	pods = in.readyPods(t, 2, 2*time.Minute)
+	for _, p := range pods {
+		if p.Spec.Containers[0].Image != next.String() {
+			t.Errorf("after the upgrade pod %s runs %s, want %s", p.Name, p.Spec.Containers[0].Image, next)
+		}
+	}
+	holder = in.leaseHolder(t, pods, time.Minute)
+	t.Logf("helm upgrade to %s: done in %s, %s leads", next.Tag, time.Since(upgradeStart).Round(time.Second), holder.Name)
+	in.awaitUpdate(t, "ledger-api", updates, 3*time.Minute)
+	if got := in.messagesAbout("ledger-api"); len(got) != 1 {
+		t.Errorf("after the upgrade, %d top-level messages about ledger-api, want 1 (the same one, edited)", len(got))
+	}
+
+	// The leader's pod deleted: the other replica takes over within the
+	// lease, and nothing is sent again.
+	deleted := time.Now()
+	if err := client.CoreV1().Pods(in.namespace).Delete(context.Background(), holder.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var survivor corev1.Pod
+	for _, p := range pods {
+		if p.Name != holder.Name {
+			survivor = p
+		}
+	}
+	in.leaseHolder(t, []corev1.Pod{survivor}, time.Minute)
+	t.Logf("leader %s deleted: %s holds the Lease %s later", holder.Name, survivor.Name, time.Since(deleted).Round(100*time.Millisecond))
+	in.readyPods(t, 2, 2*time.Minute)
+	if got := in.messagesAbout("ledger-api"); len(got) != 1 {
+		t.Errorf("after the failover, %d top-level messages about ledger-api, want 1", len(got))
+	}
+
+	// helm test: herald answers, and a test message reaches Slack.
+	sent := len(in.slack.Messages())
+	in.run(t, "test", in.release, "--namespace", in.namespace, "--timeout", "2m")
+	if len(in.slack.Messages()) <= sent {
+		t.Error("helm test passed without a test message at Slack")
+	}
+
+	// helm uninstall leaves what the docs say it leaves: the ledger's
+	// ConfigMaps (labelled app.kubernetes.io/managed-by=herald) and the
+	// Lease; the documented clean-up removes them.
+	in.run(t, "uninstall", in.release, "--namespace", in.namespace, "--wait", "--timeout", "2m")
+	if left := in.left(t); left != "configmaps: herald-ledger*; leases: herald; pods: none; secrets: herald-slack" {
+		t.Errorf("after helm uninstall: %s", left)
+	}
+	ctx := context.Background()
+	if err := client.CoreV1().ConfigMaps(in.namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=herald"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoordinationV1().Leases(in.namespace).Delete(ctx, in.release, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if left := in.left(t); left != "configmaps: none; leases: none; pods: none; secrets: herald-slack" {
+		t.Errorf("after the documented clean-up: %s", left)
+	}
+}
+
+// podNames lists the release's pods by name, sorted.
+func (in *installation) podNames(t *testing.T) string {
+	t.Helper()
+	list, err := client.CoreV1().Pods(in.namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + in.release + ",app.kubernetes.io/name=herald"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+// jobLogs returns the log of the Job's pod.
+func (in *installation) jobLogs(t *testing.T, job string) string {
+	t.Helper()
+	ctx := context.Background()
+	list, err := client.CoreV1().Pods(in.namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+	if err != nil || len(list.Items) == 0 {
+		return fmt.Sprintf("no pod of Job %s: %v", job, err)
+	}
+	logs, err := client.CoreV1().Pods(in.namespace).GetLogs(list.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	return string(logs)
+}
+
+// awaitUpdate waits until the message about what has been edited more
+// than `since` times.
+func (in *installation) awaitUpdate(t *testing.T, what string, since int, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		got := in.messagesAbout(what)
+		return len(got) > 0 && got[0].Updates > since, nil
+	})
+	if err != nil {
+		t.Fatalf("the message about %s was not edited again within %s\n%s", what, timeout, in.podLogs())
+	}
+}
+
+// left says, by kind, what remains in the release's namespace (the API
+// server's own kube-root-ca.crt and Helm's release records aside); the
+// ledger's ConfigMaps, whatever their number, show as herald-ledger*.
+func (in *installation) left(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	var kinds []string
+	names := func(kind string, list []string) {
+		slices.Sort(list)
+		list = slices.Compact(list)
+		if len(list) == 0 {
+			list = []string{"none"}
+		}
+		kinds = append(kinds, kind+": "+strings.Join(list, ","))
+	}
+	cms, err := client.CoreV1().ConfigMaps(in.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []string
+	for _, c := range cms.Items {
+		switch {
+		case c.Name == "kube-root-ca.crt":
+		case c.Labels["app.kubernetes.io/managed-by"] == "herald" && strings.HasPrefix(c.Name, "herald-ledger"):
+			list = append(list, "herald-ledger*")
+		default:
+			list = append(list, c.Name)
+		}
+	}
+	names("configmaps", list)
+	leases, err := client.CoordinationV1().Leases(in.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list = nil
+	for _, l := range leases.Items {
+		list = append(list, l.Name)
+	}
+	names("leases", list)
+	// Pods go with their Deployment, after their grace period.
+	var pods *corev1.PodList
+	wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err = client.CoreV1().Pods(in.namespace).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	list = nil
+	for _, p := range pods.Items {
+		list = append(list, p.Name)
+	}
+	names("pods", list)
+	secrets, err := client.CoreV1().Secrets(in.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list = nil
+	for _, s := range secrets.Items {
+		if !strings.HasPrefix(s.Name, "sh.helm.release.") {
+			list = append(list, s.Name)
+		}
+	}
+	names("secrets", list)
+	return strings.Join(kinds, "; ")
 }
 
 // install builds and pushes the image and the chart, starts the Slack
@@ -104,13 +302,13 @@ func install(t *testing.T) *installation {
 	if err := env.Node.TrustRegistry(in.registry.Host); err != nil {
 		t.Fatal(err)
 	}
-	layout := filepath.Join(dir, "image")
-	if _, err := ociimage.Build(ctx, ociimage.Options{Source: "../..", Out: layout, Tag: in.version, Version: in.version,
+	in.layout = filepath.Join(dir, "image")
+	if _, err := ociimage.Build(ctx, ociimage.Options{Source: "../..", Out: in.layout, Tag: in.version, Version: in.version,
 		Revision: "realnode", Created: time.Now().UTC().Truncate(time.Second), Platforms: []ociimage.Platform{{OS: "linux", Architecture: runtime.GOARCH}}}); err != nil {
 		t.Fatal(err)
 	}
 	image := ociimage.Reference{Registry: in.registry.Host, Repository: "herald/herald", Tag: in.version}
-	if _, err := (ociimage.Pusher{PlainHTTP: true}).Push(ctx, layout, image); err != nil {
+	if _, err := (ociimage.Pusher{PlainHTTP: true}).Push(ctx, in.layout, image); err != nil {
 		t.Fatal(err)
 	}
 	in.run(t, "package", "../../charts/herald", "--destination", dir)
@@ -139,7 +337,7 @@ func install(t *testing.T) *installation {
 		"--set-json", "config.sinks="+sinks,
 		"--wait", "--timeout", "4m")
 	t.Cleanup(func() {
-		in.helmOutput("uninstall", in.release, "--namespace", in.namespace, "--wait", "--timeout", "1m")
+		in.helmOutput("uninstall", in.release, "--namespace", in.namespace, "--wait", "--timeout", "1m") // nothing to uninstall when the test did
 	})
 	return in
 }
