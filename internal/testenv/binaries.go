@@ -213,3 +213,11 @@ func ensureInstalled(ctx context.Context, logf func(format string, args ...any),
 	logf("testenv: built %s in %s", name, time.Since(start).Round(time.Second))
 	return out, nil
 }
+
+// ActionlintVersion checks the GitHub Actions workflows.
+const ActionlintVersion = "v1.7.12"
+
+// EnsureActionlint returns actionlint, built like helm.
+func EnsureActionlint(ctx context.Context, logf func(format string, args ...any)) (string, error) {
+	return ensureInstalled(ctx, logf, "actionlint", "github.com/rhysd/actionlint/cmd/actionlint", ActionlintVersion)
+}

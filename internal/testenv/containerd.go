@@ -85,13 +85,15 @@ func startContainerd(ctx context.Context, n *nodeNetwork, dir string) (*containe
 	if err := os.MkdirAll(cniConf, 0o755); err != nil {
 		return nil, err
 	}
-	// A bridge inside the node, pod addresses from the node's slot.
+	// A bridge inside the node, pod addresses from the node's slot, and
+	// a default route through the node: to Services (kube-proxy) and
+	// the host end of its link, which is all the node itself reaches.
 	bridge := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "herald-test",
   "plugins": [{
     "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
-    "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]]}
+    "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}
   }]
 }`, filepath.Join(dir, "cni", "ipam"), n.PodSubnet)
 	if err := os.WriteFile(filepath.Join(cniConf, "10-herald.conflist"), []byte(bridge), 0o644); err != nil {

@@ -43,6 +43,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if _, err := testenv.EnsureActionlint(context.Background(), logf); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := testenv.EnsureNodePackages(context.Background(), logf); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,0 +1,106 @@
+package release
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/herald-k8s/herald/internal/ociimage"
+	"github.com/herald-k8s/herald/internal/testenv"
+)
+
+const top = "../.."
+
+// TestWorkflowsLint runs actionlint on every workflow.
+func TestWorkflowsLint(t *testing.T) {
+	bin, err := testenv.EnsureActionlint(context.Background(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(top, ".github/workflows/*.yml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("workflows: %v %v", files, err)
+	}
+	cmd := exec.Command(bin, append([]string{"-no-color"}, files...)...)
+	cmd.Dir = top
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("actionlint: %v\n%s", err, out)
+	}
+}
+
+// TestReleaseWorkflowPublishes: on a version tag the release workflow
+// publishes what the README promises: the multi-platform image built by
+// make image, the chart as an OCI artifact, keyless signatures of both,
+// an SBOM and provenance of the image, the command line's archives.
+func TestReleaseWorkflowPublishes(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(top, ".github/workflows/release.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := string(data)
+	for _, want := range []string{
+		`tags: ["v*.*.*"]`,
+		"make image IMAGE_PLATFORMS=linux/amd64,linux/arm64",
+		"skopeo copy --all",
+		"cosign sign --yes \"${IMAGE}@${DIGEST}\"",
+		"anchore/sbom-action",
+		"actions/attest-build-provenance",
+		"helm push \"dist/herald-${VERSION}.tgz\" \"${CHARTS}\"",
+		"cosign sign --yes \"${CHARTS#oci://}/herald@${chart_digest}\"",
+		"darwin/arm64", "SHA256SUMS", "gh release create",
+		"id-token: write",
+	} {
+		if !strings.Contains(wf, want) {
+			t.Errorf("release.yml lacks %q", want)
+		}
+	}
+	// The README names what the workflow publishes.
+	readme, err := os.ReadFile(filepath.Join(top, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ghcr.io/herald-k8s/herald:X.Y.Z", "oci://ghcr.io/herald-k8s/charts/herald"} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md does not say where releases are: %q", want)
+		}
+	}
+}
+
+// TestVersionsAgree: the chart's version and appVersion are one semantic
+// version (the image's tag, make image's default), and the changelog has
+// a section for it or says it is unreleased.
+func TestVersionsAgree(t *testing.T) {
+	chart, err := os.ReadFile(filepath.Join(top, "charts/herald/Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := regexp.MustCompile(`(?m)^version: (\S+)$`).FindStringSubmatch(string(chart))
+	appVersion, err := ociimage.ChartAppVersion(filepath.Join(top, "charts/herald/Chart.yaml"))
+	if err != nil || version == nil {
+		t.Fatalf("Chart.yaml: version %v, appVersion %q, %v", version, appVersion, err)
+	}
+	if version[1] != appVersion {
+		t.Errorf("the chart's version %s and appVersion %s differ: a release publishes both under one tag", version[1], appVersion)
+	}
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(appVersion) {
+		t.Errorf("appVersion %q is not MAJOR.MINOR.PATCH", appVersion)
+	}
+	values, err := os.ReadFile(filepath.Join(top, "charts/herald/values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(values), "  tag: \"\"\n") {
+		t.Error("values.yaml sets image.tag: the chart's default image must be its appVersion")
+	}
+	changelog, err := os.ReadFile(filepath.Join(top, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(changelog), "## [Unreleased]") && !strings.Contains(string(changelog), "## ["+appVersion+"]") {
+		t.Errorf("CHANGELOG.md has neither an Unreleased section nor one for %s", appVersion)
+	}
+}
