@@ -25,7 +25,8 @@ func TestWorkflowsLint(t *testing.T) {
 	if err != nil || len(files) < 2 {
 		t.Fatalf("workflows: %v %v", files, err)
 	}
-	cmd := exec.Command(bin, append([]string{"-no-color"}, files...)...)
+	// actionlint finds the repository's workflows from its top.
+	cmd := exec.Command(bin, "-no-color")
 	cmd.Dir = top
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("actionlint: %v\n%s", err, out)
