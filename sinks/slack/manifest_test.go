@@ -62,21 +62,16 @@ func TestAppManifestScopes(t *testing.T) {
 			need = append(need, scope)
 		}
 	}
-	raw, err := os.ReadFile("../../docs/slack-app-manifest.yaml")
-	if err != nil {
-		t.Fatal(err)
+	slices.Sort(need)
+	// The app for alerts only asks for exactly what the sink needs, and
+	// turns nothing else on.
+	alerts := readManifest(t, "../../docs/slack-app-manifest-alerts.yaml")
+	if got := slices.Sorted(slices.Values(alerts.OAuth.Scopes.Bot)); !slices.Equal(got, need) || len(alerts.OAuth.Scopes.User) > 0 ||
+		alerts.Settings.Interactivity.IsEnabled || alerts.Settings.SocketMode {
+		t.Errorf("the alerts-only manifest asks for bot scopes %v (user %v), interactivity %v, Socket Mode %v; the sink needs %v and nothing else",
+			got, alerts.OAuth.Scopes.User, alerts.Settings.Interactivity.IsEnabled, alerts.Settings.SocketMode, need)
 	}
-	var manifest struct {
-		OAuth struct {
-			Scopes struct {
-				Bot  []string `yaml:"bot"`
-				User []string `yaml:"user"`
-			} `yaml:"scopes"`
-		} `yaml:"oauth_config"`
-	}
-	if err := yaml.Unmarshal(raw, &manifest); err != nil {
-		t.Fatal(err)
-	}
+	manifest := readManifest(t, "../../docs/slack-app-manifest.yaml")
 	// The buttons' receiver (internal/slackact) also reads user groups'
 	// members, for allow lists that name a group (usergroups.users.list);
 	// its other calls (chat.postMessage, chat.postEphemeral) need
@@ -87,4 +82,33 @@ func TestAppManifestScopes(t *testing.T) {
 	if !slices.Equal(got, need) || len(manifest.OAuth.Scopes.User) > 0 {
 		t.Errorf("the manifest asks for bot scopes %v (user %v); the sink calls %v, which need %v", got, manifest.OAuth.Scopes.User, called, need)
 	}
+}
+
+// appManifest is what the tests read of a Slack app manifest.
+type appManifest struct {
+	OAuth struct {
+		Scopes struct {
+			Bot  []string `yaml:"bot"`
+			User []string `yaml:"user"`
+		} `yaml:"scopes"`
+	} `yaml:"oauth_config"`
+	Settings struct {
+		Interactivity struct {
+			IsEnabled bool `yaml:"is_enabled"`
+		} `yaml:"interactivity"`
+		SocketMode bool `yaml:"socket_mode_enabled"`
+	} `yaml:"settings"`
+}
+
+func readManifest(t *testing.T, path string) appManifest {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m appManifest
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
 }
