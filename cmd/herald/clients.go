@@ -9,6 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,7 +47,7 @@ func (k kubeFlags) load(userAgent string) (*rest.Config, string, error) {
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
 	cfg, err := loader.ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
-		return nil, "", errors.New("no Kubernetes configuration found: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config (in a pod, the in-cluster configuration is used)")
+		return nil, "", k.noConfig()
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("loading the Kubernetes configuration: %w", err)
@@ -58,6 +61,50 @@ func (k kubeFlags) load(userAgent string) (*rest.Config, string, error) {
 	}
 	cfg.UserAgent = userAgent
 	return cfg, where, nil
+}
+
+// noConfig says why no configuration was found, naming the files that
+// were looked for: a $KUBECONFIG naming a file that is not there is the
+// usual cause.
+func (k kubeFlags) noConfig() error {
+	if env := os.Getenv("KUBECONFIG"); env != "" && k.kubeconfig == "" {
+		var absent []string
+		for _, f := range filepath.SplitList(env) {
+			if _, err := os.Stat(f); err != nil {
+				absent = append(absent, f)
+			}
+		}
+		if len(absent) > 0 {
+			return fmt.Errorf("no Kubernetes configuration found: $KUBECONFIG names %s, which does not exist (give --kubeconfig FILE, or fix $KUBECONFIG)", strings.Join(absent, ", "))
+		}
+		return fmt.Errorf("no Kubernetes configuration found in $KUBECONFIG (%s): give --kubeconfig FILE", env)
+	}
+	return errors.New("no Kubernetes configuration found: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config (in a pod, the in-cluster configuration is used)")
+}
+
+// namespace is the namespace of the context in use (kubectl's default
+// namespace: the context's, else "default"; in a pod, the pod's), and
+// where it comes from, for the commands that default to it.
+func (k kubeFlags) namespace() (string, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
+	ns, _, err := loader.Namespace()
+	if clientcmd.IsEmptyConfig(err) {
+		return "", "", k.noConfig()
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("loading the Kubernetes configuration: %w", err)
+	}
+	from := "in-cluster"
+	if raw, err := loader.RawConfig(); err == nil && len(raw.Contexts) > 0 {
+		current := raw.CurrentContext
+		if k.context != "" {
+			current = k.context
+		}
+		from = "the namespace of context " + current
+	}
+	return ns, from, nil
 }
 
 // newClients makes herald's own client for built-in kinds (protobuf) and

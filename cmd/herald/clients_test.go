@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -132,5 +134,17 @@ func TestMetricsAreServedUncompressed(t *testing.T) {
 	}
 	if !strings.Contains(rec.Body.String(), "herald_test_total 3\n") {
 		t.Errorf("exposition lacks the counter:\n%s", rec.Body.String())
+	}
+}
+
+// TestMissingKubeconfigIsNamed: $KUBECONFIG naming a file that is not
+// there is said as such, with the file, not as "set $KUBECONFIG".
+func TestMissingKubeconfigIsNamed(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "prod.kubeconfig")
+	t.Setenv("KUBECONFIG", missing)
+	var out, errOut bytes.Buffer
+	code := runMain(context.Background(), []string{"incidents"}, &out, &errOut)
+	if code == 0 || !strings.Contains(errOut.String(), "$KUBECONFIG names "+missing+", which does not exist") {
+		t.Errorf("exit %d, %q", code, errOut.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -159,12 +160,30 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	case *cluster && *namespace != "":
 		return fail("give --namespace (a Silence, muting that namespace) or --all-namespaces (a ClusterSilence), not both")
 	case !*cluster && *namespace == "":
-		return fail("--namespace is required: a silence mutes the namespace it is created in (or --all-namespaces, for a ClusterSilence)")
-	case !*cluster && m.Namespace != "" && m.Namespace != *namespace:
+		// As kubectl does: the namespace of the kubeconfig's context.
+		ns, from, err := kf.namespace()
+		if err != nil {
+			return fail("--namespace: none given, and %v; a silence mutes the namespace it is created in (or --all-namespaces, for a ClusterSilence)", err)
+		}
+		*namespace = ns
+		fmt.Fprintf(c.stderr, "herald silence create: namespace %s (%s; --namespace to choose another)\n", ns, from)
+	}
+	if !*cluster && m.Namespace != "" && m.Namespace != *namespace && byID.id == "" {
 		return fail("--match-namespace narrows a ClusterSilence (--all-namespaces): a Silence in %s mutes %s and nothing else", *namespace, *namespace)
 	}
+	// Everything missing is said at once.
+	var missing []string
+	if m.Empty() && byID.id == "" && *selector == "" {
+		missing = append(missing, "what to silence (--workload, --name, --kind, --rule, --reason, --severity, --selector, --match-namespace or --incident)")
+	}
+	if *length <= 0 && *until == "" {
+		missing = append(missing, "--for or --until (every silence ends)")
+	}
 	if *comment == "" {
-		return fail("--comment is required: say why, for whoever sees the muted alerts")
+		missing = append(missing, "--comment (why, for whoever sees the muted alerts)")
+	}
+	if len(missing) > 0 {
+		return fail("missing %s", strings.Join(missing, "; "))
 	}
 	start := time.Now().UTC().Truncate(time.Second)
 	if *starts != "" {
@@ -186,8 +205,6 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 			return fail("--until %q: want an RFC 3339 time such as 2026-11-24T08:00:00Z", *until)
 		}
 		end = t
-	default:
-		return fail("--for or --until is required: every silence ends")
 	}
 	if *selector != "" {
 		sel, err := metav1.ParseToLabelSelector(*selector)
@@ -195,9 +212,6 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 			return fail("--selector: %v", err)
 		}
 		m.LabelSelector = sel
-	}
-	if m.Empty() && byID.id == "" {
-		return fail("name what to silence: --incident, --workload, --name, --kind, --rule, --reason, --severity, --selector or --match-namespace")
 	}
 	clients, err := newSilenceClients(kf)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/internal/testenv"
@@ -84,7 +85,6 @@ func TestSilenceCommand(t *testing.T) {
 		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--for", "2h"},    // no comment
 		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--comment", "x", "--for", "2h"},       // no matcher
 		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--comment", "x"}, // no end
-		{"create", "--kubeconfig", adminKC, "--workload", "api", "--comment", "x", "--for", "2h"},         // no namespace
 		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--comment", "x", "--until", "monday"},
 		{"create", "--kubeconfig", adminKC, "--namespace", "shop", "--all-namespaces", "--workload", "api", "--comment", "x", "--for", "2h"},
 		{"create", "--kubeconfig", adminKC, "--namespace", "herald", "--match-namespace", "batch-*", "--rule", "x", "--comment", "x", "--for", "2h"},
@@ -96,7 +96,27 @@ func TestSilenceCommand(t *testing.T) {
 		}
 	}
 
-	code, out, errOut := herald("create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--for", "2h", "--comment", "deploying the fix")
+	// Everything missing is said at once.
+	if code, _, errOut := herald("create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api"); code != 2 ||
+		!strings.Contains(errOut, "missing --for or --until (every silence ends); --comment (why, for whoever sees the muted alerts)") {
+		t.Errorf("no end, no comment: exit %d, %q; want 2 and both named", code, errOut)
+	}
+	// Without --namespace, the context's namespace, as kubectl does.
+	shopKC := dir + "/shop.kubeconfig"
+	kc, err := clientcmd.LoadFromFile(adminKC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.Contexts[kc.CurrentContext].Namespace = "other"
+	if err := clientcmd.WriteToFile(*kc, shopKC); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := herald("create", "--kubeconfig", shopKC, "--workload", "batch", "--for", "1h", "--comment", "context's namespace")
+	if code != 0 || !strings.Contains(out, "silence other/") || !strings.Contains(errOut, "namespace other (the namespace of context") {
+		t.Errorf("create without --namespace: exit %d, %q %q; want a Silence in the context's namespace, other", code, out, errOut)
+	}
+
+	code, out, errOut = herald("create", "--kubeconfig", adminKC, "--namespace", "shop", "--workload", "api", "--for", "2h", "--comment", "deploying the fix")
 	name := regexp.MustCompile(`silence shop/(silence-\S+) created`).FindStringSubmatch(out)
 	if code != 0 || name == nil {
 		t.Fatalf("create: exit %d, %q %q", code, out, errOut)

@@ -115,8 +115,10 @@ func (c cli) silenceExpire(ctx context.Context, args []string) int {
 	}
 	s, err := silence.Parse(obj)
 	now := time.Now().UTC().Truncate(time.Second)
-	if err != nil || !now.After(s.StartsAt) {
+	if err != nil || now.Before(s.StartsAt) {
 		// Not started yet (or unreadable): nothing to keep a record of.
+		// One that starts this very second has started (created and
+		// expired within a second, it is kept as expired).
 		if err := res.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			fmt.Fprintln(c.stderr, "herald silence expire:", explain(err, "delete", *namespace, *cluster))
 			return 1
