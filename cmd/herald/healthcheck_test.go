@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -34,6 +35,20 @@ func TestHealthcheck(t *testing.T) {
 	}
 	if code, out := run("--url", "http://127.0.0.1:1/readyz", "--timeout", "1s"); code != 1 || !strings.Contains(out, "connection refused") {
 		t.Errorf("nothing listening: %d %q", code, out)
+	}
+	// --wait asks again until herald is ready.
+	var asked atomic.Int32
+	later := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) < 3 {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+		}
+	}))
+	defer later.Close()
+	if code, out := run("--url", later.URL+"/readyz", "--wait", "30s"); code != 0 || asked.Load() != 3 {
+		t.Errorf("--wait: %d %q after %d requests; want 0 at the third", code, out, asked.Load())
+	}
+	if code, out := run("--url", srv.URL+"/readyz", "--wait", "2s"); code != 1 || strings.Count(out, "503") != 1 {
+		t.Errorf("--wait that runs out: %d %q; want 1 and the last answer", code, out)
 	}
 	if code, out := run("--url", "127.0.0.1:8080/readyz"); code != 2 || !strings.Contains(out, "want http://HOST:PORT/readyz") {
 		t.Errorf("a URL without scheme: %d %q", code, out)

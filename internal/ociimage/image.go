@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -142,8 +143,18 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("the image's CA certificates: %w (Debian's ca-certificates package provides them: apt-get install ca-certificates)", err)
 	}
-	if err := os.RemoveAll(o.Out); err != nil {
+	if err := o.check(); err != nil {
 		return Result{}, err
+	}
+	// Out is replaced only if it is a layout (an earlier build's) or
+	// absent: a mistyped -out must not delete a directory of yours.
+	if _, err := os.Stat(o.Out); err == nil {
+		if _, err := os.Stat(filepath.Join(o.Out, "oci-layout")); err != nil {
+			return Result{}, fmt.Errorf("%s exists and is not an OCI image layout: not replacing it (choose another -out)", o.Out)
+		}
+		if err := os.RemoveAll(o.Out); err != nil {
+			return Result{}, err
+		}
 	}
 	layout, err := newLayout(o.Out)
 	if err != nil {
@@ -176,6 +187,42 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	return res, layout.finish(res.Index, o.Tag)
 }
 
+// versionPattern and revisionPattern bound what is stamped into the
+// binary with -ldflags -X: a space would start another linker flag.
+var (
+	versionPattern  = regexp.MustCompile(`^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	revisionPattern = regexp.MustCompile(`^([0-9a-f]{7,64}|[0-9A-Za-z._-]{1,64})$`)
+)
+
+func (o Options) check() error {
+	if !versionPattern.MatchString(o.Version) {
+		return fmt.Errorf("version %q: want a semantic version such as 0.2.0 or 0.2.0-rc.1", o.Version)
+	}
+	if !revisionPattern.MatchString(o.Revision) {
+		return fmt.Errorf("revision %q: want a commit id", o.Revision)
+	}
+	if !versionPattern.MatchString(o.Tag) && !revisionPattern.MatchString(o.Tag) {
+		return fmt.Errorf("tag %q: want a version", o.Tag)
+	}
+	return nil
+}
+
+// buildEnv is the environment of the release build: the caller's (the
+// Go caches, the proxy), without what would change the binary behind
+// the flags' back.
+func buildEnv(p Platform) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "GOFLAGS", "GOEXPERIMENT", "GOAMD64", "GOARM64", "GOARM", "CGO_ENABLED", "GOOS", "GOARCH":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
+}
+
 // compile builds the static binary the Dockerfile's build stage builds.
 func compile(ctx context.Context, o Options, p Platform) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "herald-image-")
@@ -188,7 +235,7 @@ func compile(ctx context.Context, o Options, p Platform) ([]byte, error) {
 		o.Version, o.Revision, o.Created.UTC().Format(time.RFC3339))
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "./cmd/herald")
 	cmd.Dir = o.Source
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
+	cmd.Env = buildEnv(p)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building herald for %s: %w\n%s", p, err, out)
 	}

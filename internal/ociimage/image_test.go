@@ -290,3 +290,32 @@ func TestParsePlatformsAndReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildRefusals: Build never deletes a directory that is not an
+// earlier layout, and stamps only a version and a revision that cannot
+// become other linker flags.
+func TestBuildRefusals(t *testing.T) {
+	notALayout := t.TempDir()
+	keep := filepath.Join(notALayout, "notes.txt")
+	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions(notALayout)
+	if _, err := Build(context.Background(), o); err == nil || !strings.Contains(err.Error(), "is not an OCI image layout") {
+		t.Errorf("-out of a directory of mine: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("Build removed %s: %v", keep, err)
+	}
+	for _, bad := range []func(*Options){
+		func(o *Options) { o.Version = "1.0.0 -X main.revision=evil" },
+		func(o *Options) { o.Revision = "abc -linkmode=external" },
+		func(o *Options) { o.Tag = "latest; rm" },
+	} {
+		o := testOptions(filepath.Join(t.TempDir(), "layout"))
+		bad(&o)
+		if _, err := Build(context.Background(), o); err == nil {
+			t.Errorf("Build stamped %q / %q / %q", o.Version, o.Revision, o.Tag)
+		}
+	}
+}

@@ -57,6 +57,9 @@ func blobPath(dir, digest string) string {
 // readBlob reads a blob of the layout at dir and checks its digest: a
 // layout is a directory anyone may have edited.
 func readBlob(dir string, d Descriptor) ([]byte, error) {
+	if !digestPattern.MatchString(d.Digest) {
+		return nil, fmt.Errorf("a blob's digest %q is not sha256:<64 hex digits>", cleanText(d.Digest))
+	}
 	data, err := os.ReadFile(blobPath(dir, d.Digest))
 	if err != nil {
 		return nil, err

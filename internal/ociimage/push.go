@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"time"
 )
 
 // Reference is where an image goes: registry host[:port], repository and
@@ -94,14 +96,32 @@ func (p Pusher) base(ref Reference) string {
 	return scheme + "://" + ref.Registry + "/v2/" + ref.Repository
 }
 
+// client is Client, or one with a timeout that follows no redirect to
+// another host or scheme (a redirected PUT would send the blob there).
 func (p Pusher) client() *http.Client {
 	if p.Client != nil {
 		return p.Client
 	}
-	return http.DefaultClient
+	return &http.Client{Timeout: 5 * time.Minute, CheckRedirect: sameOrigin}
 }
 
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return fmt.Errorf("%d redirects", len(via))
+	}
+	if first := via[0].URL; req.URL.Host != first.Host || req.URL.Scheme != first.Scheme {
+		return fmt.Errorf("the registry redirects to %s://%s: not following it off %s://%s", req.URL.Scheme, req.URL.Host, first.Scheme, first.Host)
+	}
+	return nil
+}
+
+// digestPattern is the one digest form herald's layouts use.
+var digestPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+
 func (p Pusher) pushBlob(ctx context.Context, dir string, ref Reference, d Descriptor) error {
+	if !digestPattern.MatchString(d.Digest) {
+		return fmt.Errorf("a blob's digest %q is not sha256:<64 hex digits>", cleanText(d.Digest))
+	}
 	base := p.base(ref)
 	resp, err := p.do(ctx, http.MethodHead, base+"/blobs/"+d.Digest, "", nil)
 	if err != nil {
@@ -123,7 +143,11 @@ func (p Pusher) pushBlob(ctx context.Context, dir string, ref Reference, d Descr
 	}
 	location, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
 	if err != nil || resp.Header.Get("Location") == "" {
-		return fmt.Errorf("the registry's upload location %q: %v", resp.Header.Get("Location"), err)
+		return fmt.Errorf("the registry's upload location %q: %v", cleanText(resp.Header.Get("Location")), err)
+	}
+	if location.Host != resp.Request.URL.Host || location.Scheme != resp.Request.URL.Scheme {
+		return fmt.Errorf("the registry's upload location is on %s://%s, not %s://%s: not sending the blob there",
+			location.Scheme, cleanText(location.Host), resp.Request.URL.Scheme, resp.Request.URL.Host)
 	}
 	q := location.Query()
 	q.Set("digest", d.Digest)
@@ -166,7 +190,19 @@ func (p Pusher) do(ctx context.Context, method, target, contentType string, body
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode >= 400 && len(text) > 0 {
-		resp.Status += ": " + strings.TrimSpace(string(text))
+		resp.Status = cleanText(resp.Status + ": " + strings.TrimSpace(string(text)))
 	}
 	return resp, nil
+}
+
+// cleanText keeps what may be printed of a registry's words: printable
+// ASCII, other bytes as '?'.
+func cleanText(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }

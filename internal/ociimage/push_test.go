@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/herald-k8s/herald/internal/testenv"
@@ -75,5 +77,41 @@ func TestPushToRegistry(t *testing.T) {
 	_, err = (Pusher{PlainHTTP: true}).Push(context.Background(), tampered, Reference{Registry: reg.Host, Repository: "other", Tag: "1"})
 	if err == nil || !strings.Contains(err.Error(), "holds content of digest") {
 		t.Errorf("a tampered layout: %v", err)
+	}
+}
+
+// TestPushStaysOnTheRegistry: an upload location or a redirect to
+// another host is refused before the blob is sent there.
+func TestPushStaysOnTheRegistry(t *testing.T) {
+	dir := builtLayout(t)
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer other.Close()
+	for name, handler := range map[string]http.HandlerFunc{
+		"upload location on another host": func(w http.ResponseWriter, r *http.Request) {
+			switch r.Method {
+			case http.MethodHead:
+				w.WriteHeader(http.StatusNotFound)
+			case http.MethodPost:
+				w.Header().Set("Location", other.URL+"/upload/1")
+				w.WriteHeader(http.StatusAccepted)
+			}
+		},
+		"redirect to another host": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reg := httptest.NewServer(handler)
+			defer reg.Close()
+			host := strings.TrimPrefix(reg.URL, "http://")
+			_, err := (Pusher{PlainHTTP: true}).Push(context.Background(), dir, Reference{Registry: host, Repository: "herald", Tag: "1"})
+			if err == nil || elsewhere.Load() != 0 {
+				t.Errorf("push: %v; %d requests reached the other host", err, elsewhere.Load())
+			}
+		})
 	}
 }
