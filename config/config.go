@@ -37,6 +37,9 @@ type Config struct {
 	// offline: secrets and TLS files are listed, not read (validate
 	// --offline, for CI pipelines without the production secrets).
 	offline bool
+	// onlySink: of the secrets and TLS files, only those under this path
+	// ("sinks[3].") are read (LoadForSink); "" reads them all.
+	onlySink string
 	needs   []Need
 }
 
@@ -230,13 +233,37 @@ func LoadOffline(path string) (*Config, error) {
 	return parse(path, data, true)
 }
 
+// LoadForSink is Load reading only the secrets and TLS files of the sink
+// called sink (herald test --send: the others are listed, not read, so
+// a test of one sink needs only its own secret). With no such sink it
+// reads none.
+func LoadForSink(path, sink string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return parseWith(path, data, false, sink)
+}
+
 // Parse is Load for data already in memory; file is used in error messages.
 func Parse(file string, data []byte) (*Config, error) { return parse(file, data, false) }
 
 func parse(file string, data []byte, offline bool) (*Config, error) {
+	return parseWith(file, data, offline, "")
+}
+
+func parseWith(file string, data []byte, offline bool, onlySink string) (*Config, error) {
 	cfg := &Config{file: file, pos: positions{}, lines: strings.Split(string(data), "\n"), offline: offline}
 	var errs Errors
 	decodeDocument(file, data, cfg, cfg.pos, &errs)
+	if onlySink != "" {
+		cfg.onlySink = "\x00" // no sink of that name: read no secret
+		for i, s := range cfg.Sinks {
+			if s.Name == onlySink {
+				cfg.onlySink = fmt.Sprintf("sinks[%d].", i)
+			}
+		}
+	}
 	if len(errs) > 0 && (errs[0].Line == 0 || strings.HasPrefix(errs[0].Msg, "YAML syntax error") || len(cfg.Rules)+len(cfg.Sinks) == 0) {
 		return nil, errs.sorted() // no document to check further
 	}

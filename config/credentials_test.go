@@ -103,3 +103,35 @@ sinks:
 		t.Errorf("an error repeats the secret: %v", err)
 	}
 }
+
+// TestLoadForSinkReadsOnlyItsSecrets: herald test --send of one sink
+// needs that sink's secrets and no other's.
+func TestLoadForSinkReadsOnlyItsSecrets(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "slack-token")
+	if err := os.WriteFile(token, []byte("xoxb-123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "herald.yaml")
+	body := `rules: [{name: crash, kind: Pod, detector: crashloop, sinks: [chat, page]}]
+sinks:
+  - {name: chat, slack: {channel: "#a", token: {file: ` + token + `}}}
+  - {name: page, pagerduty: {routingKey: {file: /nonexistent/pagerduty/key}}}
+`
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "sinks[1].pagerduty.routingKey.file") {
+		t.Fatalf("Load: %v; want the missing PagerDuty key", err)
+	}
+	cfg, err := LoadForSink(path, "chat")
+	if err != nil {
+		t.Fatalf("LoadForSink(chat): %v", err)
+	}
+	if got := cfg.Sinks[0].Slack.Token.Secret().Reveal(); got != "xoxb-123" {
+		t.Errorf("chat's token %q, want it read", got)
+	}
+	if _, err := LoadForSink(path, "page"); err == nil || !strings.Contains(err.Error(), "sinks[1].pagerduty.routingKey.file") {
+		t.Errorf("LoadForSink(page): %v; want its missing key", err)
+	}
+}

@@ -65,7 +65,7 @@ func (c *Config) validateInteractive(p string, sl *SlackSink, add func(string, s
 		c.resolveSecret(p+".appToken", in.AppToken, add)
 		if v := in.AppToken.resolved.Reveal(); v != "" {
 			switch {
-			case c.offline:
+			case c.unread(p + ".appToken"):
 			case strings.HasPrefix(v, "xoxb-") || strings.HasPrefix(v, "xoxp-"):
 				add(p+".appToken", "this is a bot or user token (xox…); Socket Mode needs the app-level token (xapp-…) from the app's Basic Information page")
 			case !appTokenShape.MatchString(v):

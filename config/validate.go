@@ -278,9 +278,9 @@ func (c *Config) resolveSecret(p string, r *SecretRef, add func(string, string, 
 	case r.Value != "":
 		r.resolved = Secret(r.Value)
 		c.need(p, "value in the configuration (allowPlaintext)")
-	case c.offline && r.Env != "":
+	case c.unread(p) && r.Env != "":
 		c.need(p, "env "+r.Env)
-	case c.offline:
+	case c.unread(p):
 		c.need(p, "file "+r.File)
 	case r.Env != "":
 		v, ok := os.LookupEnv(r.Env)
@@ -303,16 +303,22 @@ func (c *Config) resolveSecret(p string, r *SecretRef, add func(string, string, 
 
 // need records, offline, what the configuration will read at start.
 func (c *Config) need(path, source string) {
-	if c.offline {
+	if c.unread(path) {
 		c.needs = append(c.needs, Need{Path: path, Source: source})
 	}
+}
+
+// unread says whether the secret or file at path is left unread:
+// offline, every one; for one sink (LoadForSink), every one outside it.
+func (c *Config) unread(path string) bool {
+	return c.offline || (c.onlySink != "" && !strings.HasPrefix(path, c.onlySink))
 }
 
 func (c *Config) validateTLS(p string, t TLSConfig, add func(string, string, ...any)) {
 	for _, f := range []struct{ field, path string }{{"caFile", t.CAFile}, {"certFile", t.CertFile}, {"keyFile", t.KeyFile}} {
 		switch {
 		case f.path == "":
-		case c.offline:
+		case c.unread(p):
 			c.need(p+"."+f.field, "file "+f.path)
 		default:
 			if _, err := os.Stat(f.path); err != nil {

@@ -61,7 +61,13 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, "herald test: give --object FILE (repeatable), --live (the cluster kubectl would use, or --kubeconfig FILE / --context NAME), or --send SINK")
 		return 2
 	}
-	cfg, set, err := loadConfig(*configPath)
+	load := config.Load
+	if *send != "" {
+		// Only the tested sink's secrets are read: a test of Slack
+		// needs no PagerDuty key.
+		load = func(path string) (*config.Config, error) { return config.LoadForSink(path, *send) }
+	}
+	cfg, set, err := compileConfig(*configPath, load)
 	if err != nil {
 		fmt.Fprintln(c.stderr, err)
 		return 1
