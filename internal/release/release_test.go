@@ -46,7 +46,7 @@ func TestReleaseWorkflowPublishes(t *testing.T) {
 	for _, want := range []string{
 		`tags: ["v*.*.*"]`,
 		"make image IMAGE_PLATFORMS=linux/amd64,linux/arm64",
-		"skopeo copy --all",
+		"skopeo copy --all --preserve-digests --digestfile digest",
 		"cosign sign --yes \"${IMAGE}@${DIGEST}\"",
 		"anchore/sbom-action",
 		"actions/attest-build-provenance",
@@ -54,10 +54,19 @@ func TestReleaseWorkflowPublishes(t *testing.T) {
 		"cosign sign --yes \"${CHARTS#oci://}/herald@${chart_digest}\"",
 		"darwin/arm64", "SHA256SUMS", "gh release create",
 		"id-token: write",
+		"persist-credentials: false", "environment: release", "shell: bash",
 	} {
 		if !strings.Contains(wf, want) {
 			t.Errorf("release.yml lacks %q", want)
 		}
+	}
+	// The job that builds holds no right to publish: what it compiles
+	// (modules, tools) never runs beside a token that can push or sign.
+	_, jobs, _ := strings.Cut(wf, "\njobs:\n")
+	build, publish, ok := strings.Cut(jobs, "\n  publish:\n")
+	if !ok || strings.Contains(build, "write") || strings.Contains(build, "secrets.") || !strings.Contains(publish, "packages: write") ||
+		strings.Contains(publish, "go build") || strings.Contains(publish, "make image") {
+		t.Error("release.yml: the build job must hold no write permission or secret, and the publish job must build nothing")
 	}
 	// The README names what the workflow publishes.
 	readme, err := os.ReadFile(filepath.Join(top, "README.md"))
