@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
-.PHONY: all build image test vet testenv demo clean bench fuzz soak
+.PHONY: all build image test vet testenv demo demo-install clean bench fuzz soak
 
 all: build
 
@@ -71,3 +71,11 @@ bench: testenv build
 DURATION ?= 10m
 soak: testenv build
 	$(GO) run ./cmd/herald-bench -herald bin/herald -soak $(DURATION) -out .cache/soak
+
+# herald installed as a user installs it, on the real node, in about two
+# minutes: the image built by make image's code and pushed to a registry
+# on this machine, the chart pushed as an OCI artifact, helm install,
+# a crash loop's Slack message, a refused upgrade, a rolling upgrade, a
+# failover, helm test and helm uninstall (internal/realnode).
+demo-install: testenv
+	$(GO) test -count=1 -run 'TestHelmInstall$$' -v ./internal/realnode
