@@ -147,3 +147,42 @@ func TestRunBadFlagExitsTwo(t *testing.T) {
 		t.Errorf("herald made %d connections to the API server with a bad flag", n)
 	}
 }
+
+// TestExampleObjects: the sample objects file, through an example
+// configuration, with none of its secrets at hand (a laptop): the crash
+// loop fires, the healthy pod does not, and nothing asks for the token.
+func TestExampleObjects(t *testing.T) {
+	t.Setenv("SLACK_BOT_TOKEN", "")
+	os.Unsetenv("SLACK_BOT_TOKEN") // restored by Setenv's cleanup
+	var stdout, stderr bytes.Buffer
+	code := runMain(context.Background(), []string{"test", "-f", "../../examples/crash-to-slack.yaml",
+		"--object", "../../examples/objects/broken-shop.yaml"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"Pod shop/checkout-7d9f8b6c5-x2x9q: rule pod-crashloop FIRES", "Pod shop/cart-5b7c9d-4kq2m: rule pod-image-pull FIRES AFTER for: 2m0s",
+		"Pod shop/search-6f8d7c-p9x2w: no rule fires", "3 objects tested, 2 findings"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("herald test lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestDryRunRuleErrorsFail: a rule that cannot be evaluated on an object
+// makes herald test exit 1, as a CI pipeline needs.
+func TestDryRunRuleErrorsFail(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "herald.yaml")
+	// The condition compiles, but reading a label the pod does not have
+	// fails at evaluation.
+	if err := os.WriteFile(config, []byte(`rules: [{name: by-label, kind: Pod, condition: 'object.metadata.labels["team"] == "shop"', sinks: [out]}]
+sinks: [{name: out, stdout: {}}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := runMain(context.Background(), []string{"test", "-f", config, "--object", "../../examples/objects/broken-shop.yaml"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), "ERROR") || !strings.Contains(stderr.String(), "rule evaluations failed") {
+		t.Errorf("exit %d:\n%s%s; want 1 with the ERROR lines counted", code, stdout.String(), stderr.String())
+	}
+}

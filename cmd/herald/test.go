@@ -61,7 +61,9 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, "herald test: give --object FILE (repeatable), --live (the cluster kubectl would use, or --kubeconfig FILE / --context NAME), or --send SINK")
 		return 2
 	}
-	load := config.Load
+	// Testing rules sends nothing: the sinks' secrets are listed, not
+	// read (a laptop has none of them).
+	load := config.LoadOffline
 	if *send != "" {
 		// Only the tested sink's secrets are read: a test of Slack
 		// needs no PagerDuty key.
@@ -113,32 +115,39 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 	if *routes {
 		book = newRouteBook(cfg, objs)
 	}
-	firing, excluded := 0, 0
+	firing, excluded, failed := 0, 0, 0
 	for _, obj := range objs {
 		if book != nil && !watchedKind(set, obj) {
 			continue // a Namespace or workload read for routing only
 		}
-		f, x := report(c.stdout, set, obj, now, gather, changed, book)
-		firing, excluded = firing+f, excluded+x
+		f, x, e := report(c.stdout, set, obj, now, gather, changed, book)
+		firing, excluded, failed = firing+f, excluded+x, failed+e
 	}
 	fmt.Fprintf(c.stdout, "%d objects tested, %d findings", len(objs), firing)
 	if excluded > 0 {
 		fmt.Fprintf(c.stdout, ", %d excluded", excluded)
 	}
 	fmt.Fprintln(c.stdout)
+	if failed > 0 {
+		// A rule that cannot be evaluated would fail in herald run too:
+		// a CI pipeline running herald test must see it.
+		fmt.Fprintf(c.stderr, "herald test: %d rule evaluations failed (the ERROR lines above)\n", failed)
+		return 1
+	}
 	return 0
 }
 
 // report prints what the rules find on one object, and what their exclude
-// blocks drop (and which exclusion did), and returns both counts; with
+// blocks drop (and which exclusion did), and returns both counts and the
+// number of rules that failed on it; with
 // gather, the crash context of what fires too, and with changed, what
 // changed before it.
-func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context, changed *testChanges, book *routeBook) (findings, excluded int) {
+func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, gather func(rules.Finding) *incident.Context, changed *testChanges, book *routeBook) (findings, excluded, failed int) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	kind, err := rules.KindID(gvk.Kind, gvk.GroupVersion().String())
 	if err != nil {
 		fmt.Fprintf(out, "%s: %v\n", gvk.Kind, err)
-		return 0, 0
+		return 0, 0, 0
 	}
 	m := obj.(interface {
 		GetNamespace() string
@@ -183,7 +192,7 @@ func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, ga
 	if len(ev.Findings) == 0 && len(ev.Errors) == 0 && len(ev.Excluded) == 0 {
 		fmt.Fprintf(out, "%s %s: no rule fires\n", gvk.Kind, name)
 	}
-	return len(ev.Findings), len(ev.Excluded)
+	return len(ev.Findings), len(ev.Excluded), len(ev.Errors)
 }
 
 // readObjects decodes every YAML document of path: built-in kinds into
