@@ -61,6 +61,25 @@ func (e *celEnv) compile(expr string) (*condition, []celIssue) {
 	return &condition{program: prg, source: expr}, nil
 }
 
+// sampleYield evaluates the condition on a bare object of kind (its
+// metadata and empty spec and status) and says what it yields when that
+// is not true or false: the object is untyped to CEL, so a condition
+// such as object.metadata.name type-checks and fails only on every
+// object, at run time. An evaluation error (a missing field) says
+// nothing: real objects have the fields a bare one lacks.
+func (c *condition) sampleYield(kind string) (string, bool) {
+	obj := map[string]any{"kind": kind, "metadata": map[string]any{"name": "sample", "namespace": "sample",
+		"labels": map[string]any{}, "annotations": map[string]any{}}, "spec": map[string]any{}, "status": map[string]any{}}
+	out, _, err := c.program.Eval(map[string]any{"object": obj, "now": time.Now()})
+	if err != nil {
+		return "", false
+	}
+	if _, ok := out.Value().(bool); ok {
+		return "", false
+	}
+	return out.Type().TypeName(), true
+}
+
 // eval runs the condition on one object.
 func (c *condition) eval(obj map[string]any, now time.Time) (bool, error) {
 	out, _, err := c.program.Eval(map[string]any{"object": obj, "now": now})

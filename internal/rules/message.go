@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -77,6 +78,13 @@ func compileMessage(m config.Message, runbookURL string) (*message, []templateEr
 		t, err := template.New(field).Option("missingkey=zero").Funcs(templateFuncs()).Parse(src)
 		if err != nil {
 			errs = append(errs, templateError{field: field, err: err})
+			return nil
+		}
+		// A field TemplateData does not have fails on every finding,
+		// at run time: say it now. (Other execution errors depend on
+		// the data: a bare finding proves nothing of them.)
+		if err := t.Execute(io.Discard, TemplateData{Facts: map[string]string{}, Object: map[string]any{}}); err != nil && strings.Contains(err.Error(), "can't evaluate field") {
+			errs = append(errs, templateError{field: field, err: fmt.Errorf("%w (the fields: .Rule, .Severity, .Reason, .Kind, .Namespace, .Name, .Container, .Facts, .Detail, .Object)", err)})
 			return nil
 		}
 		return t

@@ -195,6 +195,11 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 		for _, is := range issues {
 			errs = append(errs, cfg.ErrorInValue(p+".condition", is.line, is.col, "%s", is.msg))
 		}
+		if cond != nil {
+			if yields, wrong := cond.sampleYield(rc.Kind); wrong {
+				errs = append(errs, cfg.ErrorAt(p+".condition", "CEL: the condition must be true or false, but on a %s it yields a %s (compare it: == \"…\", > 0, has(…))", rc.Kind, yields))
+			}
+		}
 		r.condition = cond
 	}
 	if r.groupBy && kind != "Pod" {

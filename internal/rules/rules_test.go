@@ -292,6 +292,9 @@ func TestCompileErrors(t *testing.T) {
     sinks: [o]
   - {name: e, kind: Pod, condition: 'size(object)', sinks: [o], labels: "a in (b"}
   - {name: f, kind: Widget, apiVersion: "example.com/v1", condition: "true", sinks: [o], message: {title: "{{ .Name "}}
+  - {name: g, kind: Pod, condition: 'object.metadata.name', sinks: [o]}
+  - {name: h, kind: Pod, detector: crashloop, sinks: [o], message: {title: "{{ .Pod }} crashed", text: "{{ .Facts.exitCode }} {{ index .Object.metadata.labels \"team\" }}"}}
+  - {name: i, kind: Pod, condition: 'object.metadata.labels["team"] == "shop"', sinks: [o]}
 sinks: [{name: o, stdout: {}}]
 `))
 	if err != nil {
@@ -306,6 +309,11 @@ sinks: [{name: o, stdout: {}}]
 		`c.yaml:11:38: rules[4].condition: CEL: the condition must be true or false, but it yields`,
 		`c.yaml:11:73: rules[4].labels: bad label selector:`,
 		`c.yaml:12:107: rules[5].message.title: template: title:1: unclosed action`,
+		// Both fail on every object at run time: said at validate. (A
+		// fact or label a bare object lacks is no error: real ones have
+		// them.)
+		`c.yaml:13:37: rules[6].condition: CEL: the condition must be true or false, but on a Pod it yields a string`,
+		`c.yaml:14:76: rules[7].message.title: template: title:1:3: executing "title" at <.Pod>: can't evaluate field Pod in type rules.TemplateData`,
 	}
 	got := strings.Split(err.Error(), "\n")
 	if len(got) != len(want) {
