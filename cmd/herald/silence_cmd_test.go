@@ -190,3 +190,16 @@ func TestSilenceCommand(t *testing.T) {
 		t.Errorf("expire an unknown silence: exit %d, %q", code, errOut)
 	}
 }
+
+// TestExpiryEnd: expiring a silence in the second it began ends it a
+// second later (the Silence resource refuses endsAt == startsAt, and
+// seconds are all RFC 3339 carries here); later, it ends now.
+func TestExpiryEnd(t *testing.T) {
+	start := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	if got := expiryEnd(start, start); !got.Equal(start.Add(time.Second)) {
+		t.Errorf("expired in its first second: ends %s, want %s", got, start.Add(time.Second))
+	}
+	if now := start.Add(5 * time.Minute); !expiryEnd(now, start).Equal(now) {
+		t.Errorf("expired later: ends %s, want %s", expiryEnd(now, start), now)
+	}
+}

@@ -117,8 +117,8 @@ func (c cli) silenceExpire(ctx context.Context, args []string) int {
 	now := time.Now().UTC().Truncate(time.Second)
 	if err != nil || now.Before(s.StartsAt) {
 		// Not started yet (or unreadable): nothing to keep a record of.
-		// One that starts this very second has started (created and
-		// expired within a second, it is kept as expired).
+		// One that starts this very second has started: it is kept, as
+		// expired.
 		if err := res.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			fmt.Fprintln(c.stderr, "herald silence expire:", explain(err, "delete", *namespace, *cluster))
 			return 1
@@ -130,11 +130,21 @@ func (c cli) silenceExpire(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stdout, "%s had already expired at %s\n", ref, s.EndsAt.UTC().Format(time.RFC3339))
 		return 0
 	}
-	patch := fmt.Sprintf(`{"spec":{"endsAt":%q}}`, now.Format(time.RFC3339))
+	patch := fmt.Sprintf(`{"spec":{"endsAt":%q}}`, expiryEnd(now, s.StartsAt).UTC().Format(time.RFC3339))
 	if _, err := res.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		fmt.Fprintln(c.stderr, "herald silence expire:", explain(err, "update", *namespace, *cluster))
 		return 1
 	}
 	fmt.Fprintf(c.stdout, "%s expired: what it muted and is still firing goes out now\n", ref)
 	return 0
+}
+
+// expiryEnd is when a silence that started at startsAt ends when expired
+// at now: now, or for one that began this very second, a second after it
+// began (the resource refuses an end that is not after its start).
+func expiryEnd(now, startsAt time.Time) time.Time {
+	if now.After(startsAt) {
+		return now
+	}
+	return startsAt.Add(time.Second)
 }
