@@ -137,7 +137,9 @@ func TestHelmInstall(t *testing.T) {
 			survivor = p
 		}
 	}
-	in.leaseHolder(t, []corev1.Pod{survivor}, time.Minute)
+	// Within the lease (the chart's 15 s) and a retry period (2 s): the
+	// deleted leader releases the Lease as it stops, so it is sooner.
+	in.leaseHolder(t, []corev1.Pod{survivor}, 17*time.Second+5*time.Second)
 	t.Logf("leader %s deleted: %s holds the Lease %s later", holder.Name, survivor.Name, time.Since(deleted).Round(100*time.Millisecond))
 	in.readyPods(t, 2, 2*time.Minute)
 	if got := in.messagesAbout("ledger-api"); len(got) != 1 {
