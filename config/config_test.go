@@ -77,9 +77,10 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/secrets.yaml:15:46: sinks[2].nats.subject: a publish subject cannot contain spaces or wildcards: "herald.>"`,
 		}},
 		{"syntax.yaml", []string{
-			// yaml.v3 reports the line where the enclosing block starts and
-			// no column; that is the best position the parser gives.
-			`testdata/syntax.yaml:1:1: YAML syntax error: did not find expected '-' indicator`,
+			// yaml.v3 reports the line where the enclosing block starts
+			// (1) and no column: the line is found again as the first
+			// whose prefix of the file fails the same way.
+			`testdata/syntax.yaml:4:4: YAML syntax error: did not find expected '-' indicator (check this line's indentation: a key lines up with the keys beside it, two spaces deeper than its parent)`,
 		}},
 		{"empty.yaml", []string{
 			`testdata/empty.yaml:1:1: the file is empty: it needs at least rules and sinks (see examples/)`,

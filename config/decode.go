@@ -40,6 +40,41 @@ func (p positions) nearest(path string) Pos {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// syntaxErrorLine finds the line a YAML syntax error is on when yaml.v3
+// names the line its enclosing block began on (a mis-indented key deep in
+// a rule is "line 1: did not find expected '-' indicator"): the first
+// line whose prefix of the file fails with the same message, and the
+// column its text starts at. Only run on a file that failed to parse.
+func syntaxErrorLine(data []byte, msg string) (line, col int, ok bool) {
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) > 2000 || len(data) > 256<<10 {
+		return 0, 0, false // a configuration this long: keep yaml.v3's line (a parse per line)
+	}
+	var prefix strings.Builder
+	for i, l := range lines {
+		prefix.WriteString(l)
+		var node yaml.Node
+		err := yaml.Unmarshal([]byte(prefix.String()), &node)
+		if err == nil {
+			continue
+		}
+		if m := yamlLineRE.FindStringSubmatch(err.Error()); m == nil || m[2] != msg {
+			continue // the cut itself broke something (a quoted string, a block)
+		}
+		return i + 1, len(l) - len(strings.TrimLeft(l, " ")) + 1, true
+	}
+	return 0, 0, false
+}
+
+// indentHint says what the usual cause of yaml.v3's indentation errors is.
+func indentHint(msg string) string {
+	switch msg {
+	case "did not find expected '-' indicator", "did not find expected key", "mapping values are not allowed in this context":
+		return " (check this line's indentation: a key lines up with the keys beside it, two spaces deeper than its parent)"
+	}
+	return ""
+}
+
 // decodeDocument parses data as one YAML document and decodes it into out
 // field by field, rejecting unknown keys and recording every position.
 // yaml.v3's own strict mode stops at the first problem and reports no
@@ -52,7 +87,11 @@ func decodeDocument(file string, data []byte, out any, pos positions, errs *Erro
 			line, _ = strconv.Atoi(m[1])
 			msg = m[2]
 		}
-		*errs = append(*errs, &Error{File: file, Line: line, Col: 1, Msg: "YAML syntax error: " + msg})
+		col := 1
+		if l, c, ok := syntaxErrorLine(data, msg); ok && l >= line {
+			line, col = l, c
+		}
+		*errs = append(*errs, &Error{File: file, Line: line, Col: col, Msg: "YAML syntax error: " + msg + indentHint(msg)})
 		return
 	}
 	if len(root.Content) == 0 {
