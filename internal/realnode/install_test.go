@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,12 +46,14 @@ func TestHelmInstall(t *testing.T) {
 	t.Logf("pods %s and %s Ready; %s holds the Lease", pods[0].Name, pods[1].Name, holder.Name)
 	for _, p := range pods {
 		metrics := get(t, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/metrics")
+		// The sample's own line: the metric's HELP text reads
+		// "herald_leader 1 while this replica holds the lease".
 		want := "herald_leader 0"
 		if p.Name == holder.Name {
 			want = "herald_leader 1"
 		}
-		if !strings.Contains(metrics, want) {
-			t.Errorf("pod %s's /metrics lacks %q", p.Name, want)
+		if !slices.Contains(strings.Split(metrics, "\n"), want) {
+			t.Errorf("pod %s's /metrics lacks the line %q", p.Name, want)
 		}
 	}
 
