@@ -43,15 +43,20 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // syntaxErrorLine finds the line a YAML syntax error is on when yaml.v3
 // names the line its enclosing block began on (a mis-indented key deep in
 // a rule is "line 1: did not find expected '-' indicator"): the first
-// line whose prefix of the file fails with the same message, and the
-// column its text starts at. Only run on a file that failed to parse.
-func syntaxErrorLine(data []byte, msg string) (line, col int, ok bool) {
+// line from that one on whose prefix of the file fails with the same
+// message, and the column its text starts at. Only run on a file that
+// failed to parse.
+func syntaxErrorLine(data []byte, msg string, from int) (line, col int, ok bool) {
 	lines := strings.SplitAfter(string(data), "\n")
-	if len(lines) > 2000 || len(data) > 256<<10 {
+	if len(lines) > 2000 || len(data) > 256<<10 || from < 1 || from > len(lines) {
 		return 0, 0, false // a configuration this long: keep yaml.v3's line (a parse per line)
 	}
 	var prefix strings.Builder
-	for i, l := range lines {
+	for _, l := range lines[:from-1] {
+		prefix.WriteString(l) // the error is not before yaml.v3's line
+	}
+	for i := from - 1; i < len(lines); i++ {
+		l := lines[i]
 		prefix.WriteString(l)
 		var node yaml.Node
 		err := yaml.Unmarshal([]byte(prefix.String()), &node)
@@ -69,8 +74,10 @@ func syntaxErrorLine(data []byte, msg string) (line, col int, ok bool) {
 // indentHint says what the usual cause of yaml.v3's indentation errors is.
 func indentHint(msg string) string {
 	switch msg {
-	case "did not find expected '-' indicator", "did not find expected key", "mapping values are not allowed in this context":
+	case "did not find expected '-' indicator", "did not find expected key":
 		return " (check this line's indentation: a key lines up with the keys beside it, two spaces deeper than its parent)"
+	case "mapping values are not allowed in this context":
+		return " (check this line's indentation, or quote a value that holds \": \", e.g. title: \"Crash: {{ .Name }}\")"
 	}
 	return ""
 }
@@ -88,8 +95,10 @@ func decodeDocument(file string, data []byte, out any, pos positions, errs *Erro
 			msg = m[2]
 		}
 		col := 1
-		if l, c, ok := syntaxErrorLine(data, msg); ok && l >= line {
-			line, col = l, c
+		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+			if l, c, ok := syntaxErrorLine(data, msg, line); ok {
+				line, col = l, c
+			}
 		}
 		*errs = append(*errs, &Error{File: file, Line: line, Col: col, Msg: "YAML syntax error: " + msg + indentHint(msg)})
 		return

@@ -89,22 +89,27 @@ func (k kubeFlags) namespace() (string, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = k.kubeconfig
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
-	ns, _, err := loader.Namespace()
-	if clientcmd.IsEmptyConfig(err) {
-		return "", "", k.noConfig()
-	}
+	raw, err := loader.RawConfig()
 	if err != nil {
 		return "", "", fmt.Errorf("loading the Kubernetes configuration: %w", err)
 	}
-	from := "in-cluster"
-	if raw, err := loader.RawConfig(); err == nil && len(raw.Contexts) > 0 {
-		current := raw.CurrentContext
-		if k.context != "" {
-			current = k.context
-		}
-		from = "the namespace of context " + current
+	if len(raw.Contexts) == 0 {
+		// In a pod, client-go would answer the pod's own namespace
+		// (herald's, if run there): never what the user meant.
+		return "", "", errors.New("no kubeconfig context to take it from (in a pod, give it)")
 	}
-	return ns, from, nil
+	current := raw.CurrentContext
+	if k.context != "" {
+		current = k.context
+	}
+	ctx, ok := raw.Contexts[current]
+	if !ok {
+		return "", "", fmt.Errorf("the kubeconfig has no context %q", current)
+	}
+	if ctx.Namespace == "" {
+		return "default", "context " + current + " sets none", nil
+	}
+	return ctx.Namespace, "the namespace of context " + current, nil
 }
 
 // newClients makes herald's own client for built-in kinds (protobuf) and

@@ -142,6 +142,7 @@ func TestMetricsAreServedUncompressed(t *testing.T) {
 func TestMissingKubeconfigIsNamed(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "prod.kubeconfig")
 	t.Setenv("KUBECONFIG", missing)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "") // in a pod, client-go would fall back to in-cluster
 	var out, errOut bytes.Buffer
 	code := runMain(context.Background(), []string{"incidents"}, &out, &errOut)
 	if code == 0 || !strings.Contains(errOut.String(), "$KUBECONFIG names "+missing+", which does not exist") {

@@ -159,17 +159,6 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 		// incident's: checked once it is read.
 	case *cluster && *namespace != "":
 		return fail("give --namespace (a Silence, muting that namespace) or --all-namespaces (a ClusterSilence), not both")
-	case !*cluster && *namespace == "":
-		// As kubectl does: the namespace of the kubeconfig's context.
-		ns, from, err := kf.namespace()
-		if err != nil {
-			return fail("--namespace: none given, and %v; a silence mutes the namespace it is created in (or --all-namespaces, for a ClusterSilence)", err)
-		}
-		*namespace = ns
-		fmt.Fprintf(c.stderr, "herald silence create: namespace %s (%s; --namespace to choose another)\n", ns, from)
-	}
-	if !*cluster && m.Namespace != "" && m.Namespace != *namespace && byID.id == "" {
-		return fail("--match-namespace narrows a ClusterSilence (--all-namespaces): a Silence in %s mutes %s and nothing else", *namespace, *namespace)
 	}
 	// Everything missing is said at once.
 	var missing []string
@@ -184,6 +173,18 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	}
 	if len(missing) > 0 {
 		return fail("missing %s", strings.Join(missing, "; "))
+	}
+	if !*cluster && *namespace == "" && byID.id == "" {
+		// As kubectl does: the namespace of the kubeconfig's context.
+		ns, from, err := kf.namespace()
+		if err != nil {
+			return fail("--namespace: none given, and %v; a silence mutes the namespace it is created in (or --all-namespaces, for a ClusterSilence)", err)
+		}
+		*namespace = ns
+		fmt.Fprintf(c.stderr, "herald silence create: namespace %s (%s; --namespace to choose another)\n", ns, from)
+	}
+	if !*cluster && m.Namespace != "" && m.Namespace != *namespace && byID.id == "" {
+		return fail("--match-namespace narrows a ClusterSilence (--all-namespaces): a Silence in %s mutes %s and nothing else", *namespace, *namespace)
 	}
 	start := time.Now().UTC().Truncate(time.Second)
 	if *starts != "" {

@@ -131,7 +131,7 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 	if failed > 0 {
 		// A rule that cannot be evaluated would fail in herald run too:
 		// a CI pipeline running herald test must see it.
-		fmt.Fprintf(c.stderr, "herald test: %d rule evaluations failed (the ERROR lines above)\n", failed)
+		fmt.Fprintf(c.stderr, "herald test: %d rule evaluations failed (the ERROR lines above; herald run would log them, and send a failed template's notification in the default wording)\n", failed)
 		return 1
 	}
 	return 0

@@ -148,7 +148,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	}
 	// Out is replaced only if it is a layout (an earlier build's) or
 	// absent: a mistyped -out must not delete a directory of yours.
-	if _, err := os.Stat(o.Out); err == nil {
+	if entries, err := os.ReadDir(o.Out); err == nil && len(entries) > 0 {
 		if _, err := os.Stat(filepath.Join(o.Out, "oci-layout")); err != nil {
 			return Result{}, fmt.Errorf("%s exists and is not an OCI image layout: not replacing it (choose another -out)", o.Out)
 		}
@@ -220,7 +220,9 @@ func buildEnv(p Platform) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
+	// GOFLAGS empty, not absent: a value saved by go env -w applies
+	// otherwise.
+	return append(env, "GOFLAGS=", "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 }
 
 // compile builds the static binary the Dockerfile's build stage builds.

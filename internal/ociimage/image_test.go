@@ -307,15 +307,22 @@ func TestBuildRefusals(t *testing.T) {
 	if _, err := os.Stat(keep); err != nil {
 		t.Errorf("Build removed %s: %v", keep, err)
 	}
-	for _, bad := range []func(*Options){
-		func(o *Options) { o.Version = "1.0.0 -X main.revision=evil" },
-		func(o *Options) { o.Revision = "abc -linkmode=external" },
-		func(o *Options) { o.Tag = "latest; rm" },
+	for _, bad := range []struct {
+		change func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.Version = "1.0.0 -X main.revision=evil" }, "version"},
+		{func(o *Options) { o.Revision = "abc -linkmode=external" }, "revision"},
+		{func(o *Options) { o.Tag = "latest; rm" }, "tag"},
 	} {
 		o := testOptions(filepath.Join(t.TempDir(), "layout"))
-		bad(&o)
-		if _, err := Build(context.Background(), o); err == nil {
-			t.Errorf("Build stamped %q / %q / %q", o.Version, o.Revision, o.Tag)
+		bad.change(&o)
+		if _, err := Build(context.Background(), o); err == nil || !strings.HasPrefix(err.Error(), bad.want+" ") {
+			t.Errorf("Build with %q / %q / %q: %v; want the %s refused", o.Version, o.Revision, o.Tag, err, bad.want)
 		}
+	}
+	// An empty directory, or one a stopped build left, is taken.
+	if _, err := Build(context.Background(), testOptions(t.TempDir())); err != nil {
+		t.Errorf("-out of an empty directory: %v", err)
 	}
 }

@@ -18,6 +18,11 @@ func newLayout(dir string) (*layout, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
 		return nil, err
 	}
+	// First, so that a build stopped halfway leaves a directory the next
+	// build knows as its own and replaces.
+	if err := os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
+		return nil, err
+	}
 	return &layout{dir: dir}, nil
 }
 
@@ -39,9 +44,6 @@ func (l *layout) writeJSON(mediaType string, v any) (Descriptor, error) {
 // finish writes oci-layout and index.json, which names the image index
 // by tag.
 func (l *layout) finish(image Descriptor, tag string) error {
-	if err := os.WriteFile(filepath.Join(l.dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
-		return err
-	}
 	image.Annotations = map[string]string{"org.opencontainers.image.ref.name": tag}
 	index, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": MediaTypeIndex, "manifests": []Descriptor{image}})
 	if err != nil {

@@ -96,8 +96,10 @@ func (p Pusher) base(ref Reference) string {
 	return scheme + "://" + ref.Registry + "/v2/" + ref.Repository
 }
 
-// client is Client, or one with a timeout that follows no redirect to
-// another host or scheme (a redirected PUT would send the blob there).
+// client is Client, or one with a timeout that follows no redirect of a
+// request with content to another host or scheme (a redirected PUT would
+// send the blob there); a HEAD or GET may go where the registry keeps
+// its blobs (a bucket).
 func (p Pusher) client() *http.Client {
 	if p.Client != nil {
 		return p.Client
@@ -108,6 +110,9 @@ func (p Pusher) client() *http.Client {
 func sameOrigin(req *http.Request, via []*http.Request) error {
 	if len(via) >= 5 {
 		return fmt.Errorf("%d redirects", len(via))
+	}
+	if req.Method == http.MethodHead || req.Method == http.MethodGet {
+		return nil
 	}
 	if first := via[0].URL; req.URL.Host != first.Host || req.URL.Scheme != first.Scheme {
 		return fmt.Errorf("the registry redirects to %s://%s: not following it off %s://%s", req.URL.Scheme, req.URL.Host, first.Scheme, first.Host)
