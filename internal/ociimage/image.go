@@ -358,17 +358,23 @@ func readJSONBlob(dir, digest, path string, v any) error {
 
 // ChartAppVersion reads appVersion from a Chart.yaml: the image's tag is
 // the chart's appVersion, so the chart's default image is the one built.
-func ChartAppVersion(chartYAML string) (string, error) {
+func ChartAppVersion(chartYAML string) (string, error) { return chartField(chartYAML, "appVersion") }
+
+// ChartVersion reads the chart's own version from a Chart.yaml.
+func ChartVersion(chartYAML string) (string, error) { return chartField(chartYAML, "version") }
+
+// chartField reads a top-level scalar of a Chart.yaml.
+func chartField(chartYAML, key string) (string, error) {
 	data, err := os.ReadFile(chartYAML)
 	if err != nil {
 		return "", err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "appVersion:"); ok {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
 			if v = strings.Trim(strings.TrimSpace(v), `"'`); v != "" {
 				return v, nil
 			}
 		}
 	}
-	return "", fmt.Errorf("%s: no appVersion", chartYAML)
+	return "", fmt.Errorf("%s: no %s", chartYAML, key)
 }

@@ -19,7 +19,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
+	"github.com/herald-k8s/herald/internal/ociimage"
 	"github.com/herald-k8s/herald/internal/slackstandin"
 )
 
@@ -133,17 +135,11 @@ func (in *installation) left(t *testing.T) string {
 // chartVersion is the chart's version (Chart.yaml).
 func chartVersion(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../../charts/herald/Chart.yaml")
+	v, err := ociimage.ChartVersion("../../charts/herald/Chart.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "version:"); ok {
-			return strings.Trim(strings.TrimSpace(v), `"`)
-		}
-	}
-	t.Fatal("Chart.yaml has no version")
-	return ""
+	return v
 }
 
 func (in *installation) helmOutput(args ...string) (string, error) {
@@ -176,7 +172,7 @@ func (in *installation) podLogs() string {
 		for _, cs := range p.Status.ContainerStatuses {
 			fmt.Fprintf(&b, "  %s: ready %v, restarts %d, %s\n", cs.Name, cs.Ready, cs.RestartCount, stateOf(cs))
 		}
-		logs, _ := client.CoreV1().Pods(in.namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptrTo[int64](30)}).DoRaw(ctx)
+		logs, _ := client.CoreV1().Pods(in.namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](30)}).DoRaw(ctx)
 		b.Write(logs)
 	}
 	events, _ := client.CoreV1().Events(in.namespace).List(ctx, metav1.ListOptions{})
@@ -187,8 +183,6 @@ func (in *installation) podLogs() string {
 	}
 	return b.String()
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // readyPods waits until the release has n pods, all Ready.
 func (in *installation) readyPods(t *testing.T, n int, timeout time.Duration) []corev1.Pod {

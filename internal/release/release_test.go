@@ -84,17 +84,13 @@ func TestReleaseWorkflowPublishes(t *testing.T) {
 // version (the image's tag, make image's default), and the changelog has
 // a section for it or says it is unreleased.
 func TestVersionsAgree(t *testing.T) {
-	chart, err := os.ReadFile(filepath.Join(top, "charts/herald/Chart.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	version := regexp.MustCompile(`(?m)^version: (\S+)$`).FindStringSubmatch(string(chart))
+	version, verr := ociimage.ChartVersion(filepath.Join(top, "charts/herald/Chart.yaml"))
 	appVersion, err := ociimage.ChartAppVersion(filepath.Join(top, "charts/herald/Chart.yaml"))
-	if err != nil || version == nil {
-		t.Fatalf("Chart.yaml: version %v, appVersion %q, %v", version, appVersion, err)
+	if err != nil || verr != nil {
+		t.Fatalf("Chart.yaml: version %q (%v), appVersion %q (%v)", version, verr, appVersion, err)
 	}
-	if version[1] != appVersion {
-		t.Errorf("the chart's version %s and appVersion %s differ: a release publishes both under one tag", version[1], appVersion)
+	if version != appVersion {
+		t.Errorf("the chart's version %s and appVersion %s differ: a release publishes both under one tag", version, appVersion)
 	}
 	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(appVersion) {
 		t.Errorf("appVersion %q is not MAJOR.MINOR.PATCH", appVersion)
