@@ -2,6 +2,7 @@ package incident
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -30,6 +31,15 @@ const (
 	// generationAnnotation numbers the save that wrote a shard: on load,
 	// of two copies of an incident the newer shard's wins (archive.go).
 	generationAnnotation = "herald.io/ledger-generation"
+	// epochAnnotation is the claim's epoch when the shard was written:
+	// every leader's claim opens a new one, so of two copies of an
+	// incident written by a deposed leader and its successor, the
+	// successor's wins whatever their generations (Claim).
+	epochAnnotation = "herald.io/ledger-epoch"
+	// writerAnnotation names the store that last wrote (or marked) the
+	// shard: a write refused because the shard changed is another
+	// writer's conflict only if the shard names another writer (mine).
+	writerAnnotation = "herald.io/ledger-writer"
 )
 
 // ConfigMapStore keeps the ledger in ConfigMaps in one namespace. Open
@@ -49,17 +59,16 @@ type ConfigMapStore struct {
 	// lease (and does not know it yet) cannot overwrite what the new
 	// leader wrote: its write fails with ErrConflict.
 	versions map[string]string
-	// unsure: shard name → the data of a write whose outcome is unknown
-	// (it timed out, the connection broke): the next write to the shard
-	// first reads it to learn whether that one was applied.
-	unsure map[string]string
-	// The claim (shardwrite.go): claimed once Claim was called; token
-	// names this store in it; claimVersion is its resourceVersion as last
-	// read or written (claimUnsure: a write of unknown outcome since);
-	// claims counts its writes; fenced once this save has touched it.
-	claimed, claimUnsure, fenced bool
-	token, claimVersion          string
-	claims                       uint64
+	// unsureDeletes: shards whose delete had an unknown outcome (mine).
+	unsureDeletes map[string]bool
+	// token names this store as the writer of the claim and of every
+	// shard it writes (shardwrite.go). The claim: claimed once Claim was
+	// called; claimVersion is its resourceVersion as last read or
+	// written; epoch the claim's epoch this store opened; claims counts
+	// its writes; fenced once this save has touched it.
+	claimed, fenced     bool
+	token, claimVersion string
+	epoch, claims       uint64
 
 	written map[string]string           // hashed shard name → data last written
 	holds   map[string][]shardEntry     // hashed shard name → what that data holds
@@ -71,7 +80,7 @@ type ConfigMapStore struct {
 
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
-	return &ConfigMapStore{client: client, namespace: namespace, name: name, versions: map[string]string{}, unsure: map[string]string{},
+	return &ConfigMapStore{client: client, namespace: namespace, name: name, token: rand.Text(), versions: map[string]string{}, unsureDeletes: map[string]bool{},
 		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{},
 		archive: newArchive()}
 }
@@ -87,20 +96,35 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 		return nil, fmt.Errorf("reading the ledger ConfigMaps in %s: %w", s.namespace, err)
 	}
 	// An incident may have copies in two shards (a stale one in a sealed
-	// archive shard, or a save that stopped half way): the copy in the
-	// shard of the newest generation is the current one.
+	// archive shard, a save that stopped half way, a deposed leader's
+	// save): the copy in the shard of the newest (epoch, generation) is
+	// the current one.
 	type current struct {
 		inc   Incident
-		gen   uint64
+		gen   [2]uint64
 		shard string
 	}
 	best := map[string]current{}
 	var order []string
 	archiveShards := map[string]int{} // archive shard name → its number
-	for _, cm := range list.Items {
+	for i := range list.Items {
+		cm := &list.Items[i]
+		if s.claimed && cm.Annotations[writerAnnotation] != s.token {
+			marked, err := s.markShard(ctx, cm)
+			if err != nil {
+				return nil, err
+			}
+			if marked == nil {
+				continue // deleted since it was listed (its incidents are in another shard)
+			}
+			cm = marked
+		}
 		s.versions[cm.Name] = cm.ResourceVersion
-		gen, _ := strconv.ParseUint(cm.Annotations[generationAnnotation], 10, 64) // none: 0, written before generations
-		s.gen = max(s.gen, gen)
+		// None: 0, written before generations (or epochs).
+		epoch, _ := strconv.ParseUint(cm.Annotations[epochAnnotation], 10, 64)
+		counter, _ := strconv.ParseUint(cm.Annotations[generationAnnotation], 10, 64)
+		gen := [2]uint64{epoch, counter}
+		s.gen = max(s.gen, counter)
 		n, isArchive := archiveShardNumber(s.name, cm.Name)
 		if isArchive {
 			// Tracked even if unreadable: holding nothing current, it is
@@ -117,7 +141,7 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 		}
 		for _, inc := range incs {
 			b, seen := best[inc.ID]
-			if seen && b.gen > gen {
+			if seen && slices.Compare(b.gen[:], gen[:]) > 0 {
 				continue
 			}
 			if !seen {

@@ -50,6 +50,9 @@ func TestConfigMapLedger(t *testing.T) {
 	t.Run("Archive", func(t *testing.T) { ledgerArchive(t, client, typed) })
 	t.Run("Conditional", func(t *testing.T) { ledgerConditional(t, typed) })
 	t.Run("Adopt", func(t *testing.T) { ledgerAdopt(t, typed) })
+	t.Run("OwnWriteLandsLate", func(t *testing.T) { ledgerOwnWriteLandsLate(t, env.Config, typed) })
+	t.Run("DeposedPastItsClaim", func(t *testing.T) { ledgerDeposedPastItsClaim(t, env.Config, typed) })
+	t.Run("EpochOrders", func(t *testing.T) { ledgerEpochOrders(t, typed) })
 }
 
 // ledgerAdopt: a ConfigMap named like a shard but not labelled as one (a
@@ -87,10 +90,10 @@ func ledgerConditional(t *testing.T, typed *kube.Client) {
 	ctx := context.Background()
 	warn := func(string, ...any) {}
 	old := NewConfigMapStore(typed, "default", "fenced-ledger")
-	if _, err := old.Load(ctx, warn); err != nil {
+	if err := old.Claim(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := old.Claim(ctx); err != nil {
+	if _, err := old.Load(ctx, warn); err != nil {
 		t.Fatal(err)
 	}
 	incs := realisticIncidents(3000) // two shards
@@ -98,12 +101,12 @@ func ledgerConditional(t *testing.T, typed *kube.Client) {
 		t.Fatal(err)
 	}
 	successor := NewConfigMapStore(typed, "default", "fenced-ledger")
+	if err := successor.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
 	loaded, err := successor.Load(ctx, warn)
 	if err != nil || len(loaded) != len(incs) {
 		t.Fatalf("the successor loaded %d incidents (%v), want %d", len(loaded), err, len(incs))
-	}
-	if err := successor.Claim(ctx); err != nil {
-		t.Fatal(err)
 	}
 	changed := func() []Incident { c := realisticIncidents(3000); c[0].Seq, c[0].rev = 9, 99; return c }
 	if err := old.Save(ctx, changed()); !errors.Is(err, ErrConflict) {

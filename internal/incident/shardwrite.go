@@ -7,7 +7,6 @@ package incident
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -32,138 +31,151 @@ func conflict(err error, known bool) bool {
 
 // delete deletes a shard, if it is still as this replica last saw it.
 func (s *ConfigMapStore) delete(ctx context.Context, name, what string) error {
-	if err := s.settle(ctx, name); err != nil {
-		return err
-	}
 	if err := s.fence(ctx); err != nil {
 		return err
 	}
-	err := s.client.DeleteConfigMap(ctx, s.namespace, name, s.versions[name])
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting %s %s/%s: %w", what, s.namespace, name, ErrConflict)
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
+	for attempt := 0; ; attempt++ {
+		err := s.client.DeleteConfigMap(ctx, s.namespace, name, s.versions[name])
+		if err == nil || apierrors.IsNotFound(err) {
+			delete(s.versions, name)
+			delete(s.unsureDeletes, name)
+			return nil
+		}
+		if apierrors.IsConflict(err) && attempt < ownWriteRetries {
+			mine, rerr := s.mine(ctx, name)
+			if rerr != nil {
+				return rerr
+			}
+			if mine {
+				continue
+			}
+		}
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting %s %s/%s: %w", what, s.namespace, name, ErrConflict)
+		}
+		s.unsureDeletes[name] = true // it may have been applied
 		return fmt.Errorf("deleting %s %s/%s: %w", what, s.namespace, name, err)
 	}
-	delete(s.versions, name)
-	return nil
 }
 
+// ownWriteRetries bounds how often one write is retried after it was
+// refused because of this replica's own earlier write (mine).
+const ownWriteRetries = 3
+
+// put writes a shard, conditionally on the version this replica last
+// read or wrote. A write whose outcome is unknown (a timeout, a broken
+// connection, an answer without a version) leaves that version as it
+// was: if the write was applied — even long after, while it was still
+// in flight — the next write is refused, and mine finds the shard names
+// this replica as its writer and retries. Only a shard another writer
+// wrote is a conflict.
 func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: map[string]string{
-			ledgerLabel: ledgerValue, "herald.io/ledger": s.name, "app.kubernetes.io/managed-by": "herald",
-		}, Annotations: map[string]string{generationAnnotation: strconv.FormatUint(s.gen, 10)}},
-		Data: map[string]string{dataKey: data},
-	}
-	if err := s.settle(ctx, name); err != nil {
-		return err
-	}
 	if err := s.fence(ctx); err != nil {
 		return err
 	}
-	rv, known := s.versions[name]
-	var err error
-	if known {
-		cm.ResourceVersion = rv
-		rv, err = s.client.UpdateConfigMap(ctx, cm)
-	} else {
-		var created *corev1.ConfigMap
-		if created, err = s.client.CreateConfigMap(ctx, cm); err == nil {
-			rv = created.ResourceVersion
+	for attempt := 0; ; attempt++ {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: map[string]string{
+				ledgerLabel: ledgerValue, "herald.io/ledger": s.name, "app.kubernetes.io/managed-by": "herald",
+			}, Annotations: map[string]string{
+				generationAnnotation: strconv.FormatUint(s.gen, 10),
+				epochAnnotation:      strconv.FormatUint(s.epoch, 10),
+				writerAnnotation:     s.token,
+			}},
+			Data: map[string]string{dataKey: data},
 		}
-	}
-	if !known && apierrors.IsAlreadyExists(err) {
-		if adopted, aerr := s.adopt(ctx, name); aerr != nil || adopted {
-			if aerr != nil {
-				return aerr
+		rv, known := s.versions[name]
+		var err error
+		if known {
+			cm.ResourceVersion = rv
+			rv, err = s.client.UpdateConfigMap(ctx, cm)
+		} else {
+			var created *corev1.ConfigMap
+			if created, err = s.client.CreateConfigMap(ctx, cm); err == nil {
+				rv = created.ResourceVersion
 			}
-			return s.put(ctx, name, data)
 		}
-	}
-	if conflict(err, known) {
-		return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, ErrConflict)
-	}
-	if err != nil || rv == "" {
-		// Unknown whether it was applied (or the answer did not say its
-		// version): the next write to the shard reads it first.
-		s.unsure[name] = data
 		if err == nil {
+			if rv != "" {
+				s.versions[name] = rv
+			} // else: the next write is refused and learns the version (mine)
 			return nil
+		}
+		if conflict(err, known) && attempt < ownWriteRetries {
+			mine, rerr := s.mine(ctx, name)
+			if rerr != nil {
+				return rerr
+			}
+			if mine {
+				continue
+			}
+		}
+		if conflict(err, known) {
+			return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, ErrConflict)
 		}
 		return fmt.Errorf("writing ledger shard %s/%s: %w", s.namespace, name, err)
 	}
-	s.versions[name] = rv
-	return nil
 }
 
-// adopt takes over a ConfigMap named like a shard that is not a ledger
-// shard (its labels were removed by hand, a backup restored one): no
-// other replica wrote it, so it is overwritten — conditionally on the
-// version read here — rather than taken for a conflict, which would make
-// every leader start over in turn. A ledger shard is left alone (false).
-func (s *ConfigMapStore) adopt(ctx context.Context, name string) (bool, error) {
-	cm, err := s.client.GetConfigMap(ctx, s.namespace, name)
-	if err != nil {
-		return false, fmt.Errorf("reading %s/%s, which is in the way of a ledger shard: %w", s.namespace, name, err)
-	}
-	if cm.Labels[ledgerLabel] == ledgerValue {
-		return false, nil
-	}
-	s.versions[name] = cm.ResourceVersion
-	return true, nil
-}
-
-// settle learns whether a write to name whose outcome was unknown was
-// applied: if the shard holds what it wrote, its resourceVersion is this
-// replica's to write on; otherwise the one known before stays, and the
-// next write conflicts if another replica wrote meanwhile.
-func (s *ConfigMapStore) settle(ctx context.Context, name string) error {
-	data, ok := s.unsure[name]
-	if !ok {
-		return nil
-	}
+// mine reads a shard after a write of it was refused and says whether
+// this replica may write it on the version read: it is if this store
+// wrote it last (an earlier write of this replica, whose outcome was
+// unknown, was applied), if it is not a ledger shard (a ConfigMap in the
+// way — restored from a backup, its labels removed by hand: no replica
+// wrote it, and taking it for another's shard would make every leader
+// start over in turn), or if it is gone after this replica's own delete
+// of unknown outcome.
+func (s *ConfigMapStore) mine(ctx context.Context, name string) (bool, error) {
 	cm, err := s.client.GetConfigMap(ctx, s.namespace, name)
 	if apierrors.IsNotFound(err) {
-		delete(s.unsure, name) // not applied (or deleted since: the write will say)
-		return nil
+		if s.unsureDeletes[name] {
+			delete(s.versions, name)
+			delete(s.unsureDeletes, name)
+			return true, nil
+		}
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading ledger shard %s/%s after a write that may not have been applied: %w", s.namespace, name, err)
+		return false, fmt.Errorf("reading ledger shard %s/%s after a write of it was refused: %w", s.namespace, name, err)
 	}
-	if cm.Data[dataKey] == data {
+	if cm.Labels[ledgerLabel] != ledgerValue || cm.Annotations[writerAnnotation] == s.token {
 		s.versions[name] = cm.ResourceVersion
+		return true, nil
 	}
-	delete(s.unsure, name)
-	return nil
+	return false, nil
 }
 
 // The ledger's fencing token: the ConfigMap <name>-claim, which each
 // leader writes when it takes the ledger over (Claim) and, conditionally
 // on the resourceVersion it wrote, again before the first write of every
-// save. A shard's creation cannot be conditional on a resourceVersion, and
-// a shard the new leader has not written yet still has the version the
-// old one knows; the claim is what makes a deposed leader's save fail
-// before it writes anything. (Not atomic with the shards: a save already
-// past its claim when the successor claims can still land; the fence in
-// time — docs/operations.md — is what keeps that from happening.)
+// save: a deposed leader's next save fails before it writes anything.
+// A save already past its claim when the successor claims is stopped by
+// the shards themselves: the successor marks every shard before it reads
+// them (markShard), so each of them has a version the deposed leader does
+// not know. What it can still do is create a shard of a name that did not
+// exist when the successor listed them; the successor, creating it in
+// turn, takes that for a conflict and starts over (docs/operations.md).
 
 // Claim makes this store the ledger's only writer: from now on, writes of
 // any store that claimed it before fail with ErrConflict. The leader calls
-// it once it has loaded the ledger; readers (herald incidents) never do.
+// it before it loads the ledger (Load then marks every shard as this
+// store's); readers (herald incidents) never do. Each claim opens a new
+// epoch, which orders this store's writes after every earlier writer's.
 func (s *ConfigMapStore) Claim(ctx context.Context) error {
-	s.claimed, s.claimUnsure = true, false
-	if s.token == "" {
-		s.token = rand.Text()
-	}
+	s.claimed = true
 	cm, err := s.client.GetConfigMap(ctx, s.namespace, s.claimName())
 	switch {
 	case apierrors.IsNotFound(err):
 		s.claimVersion = ""
+		s.epoch = 1
 	case err != nil:
 		return fmt.Errorf("reading the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
 	default:
 		s.claimVersion = cm.ResourceVersion
+		if cm.Data["holder"] != s.token {
+			prev, _ := strconv.ParseUint(cm.Data["epoch"], 10, 64) // none: written before epochs
+			s.epoch = prev + 1
+		}
 	}
 	return s.touchClaim(ctx)
 }
@@ -180,50 +192,77 @@ func (s *ConfigMapStore) fence(ctx context.Context) error {
 	return nil
 }
 
-// touchClaim writes the claim, naming this store, conditionally on the
-// version this store last wrote or read.
+// touchClaim writes the claim, naming this store and its epoch,
+// conditionally on the version this store last wrote or read. As with a
+// shard, a write of unknown outcome leaves that version: if it was
+// applied, the next touch is refused, reads the claim, and goes on only
+// if the claim still names this store.
 func (s *ConfigMapStore) touchClaim(ctx context.Context) error {
-	if s.claimUnsure {
-		// The last write's outcome is unknown: the claim is still this
-		// store's only if it names it.
-		cm, err := s.client.GetConfigMap(ctx, s.namespace, s.claimName())
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
+	for attempt := 0; ; attempt++ {
+		s.claims++
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: s.claimName(), Namespace: s.namespace, ResourceVersion: s.claimVersion,
+				Labels: map[string]string{"herald.io/ledger-claim": s.name, "app.kubernetes.io/managed-by": "herald"}},
+			Data: map[string]string{"holder": s.token, "epoch": strconv.FormatUint(s.epoch, 10), "writes": strconv.FormatUint(s.claims, 10)},
 		}
-		if err != nil || cm.Data["holder"] != s.token {
-			return fmt.Errorf("the ledger's claim %s/%s names another writer: %w", s.namespace, s.claimName(), ErrConflict)
+		var err error
+		known := s.claimVersion != ""
+		if known {
+			var rv string
+			if rv, err = s.client.UpdateConfigMap(ctx, cm); err == nil && rv != "" {
+				s.claimVersion = rv
+			}
+		} else {
+			var created *corev1.ConfigMap
+			if created, err = s.client.CreateConfigMap(ctx, cm); err == nil {
+				s.claimVersion = created.ResourceVersion
+			}
 		}
-		s.claimVersion, s.claimUnsure = cm.ResourceVersion, false
-	}
-	s.claims++
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: s.claimName(), Namespace: s.namespace, ResourceVersion: s.claimVersion,
-			Labels: map[string]string{"herald.io/ledger-claim": s.name, "app.kubernetes.io/managed-by": "herald"}},
-		Data: map[string]string{"holder": s.token, "writes": strconv.FormatUint(s.claims, 10)},
-	}
-	var err error
-	known := s.claimVersion != ""
-	if known {
-		var rv string
-		if rv, err = s.client.UpdateConfigMap(ctx, cm); err == nil {
-			// An answer without its version: read the claim before
-			// writing it again (a write with no version would create it).
-			s.claimVersion, s.claimUnsure = rv, rv == ""
+		if err == nil {
+			return nil
 		}
-	} else {
-		var created *corev1.ConfigMap
-		if created, err = s.client.CreateConfigMap(ctx, cm); err == nil {
-			s.claimVersion = created.ResourceVersion
+		if conflict(err, known) && attempt < ownWriteRetries {
+			current, rerr := s.client.GetConfigMap(ctx, s.namespace, s.claimName())
+			if rerr != nil && !apierrors.IsNotFound(rerr) {
+				return fmt.Errorf("reading the ledger's claim %s/%s after a write of it was refused: %w", s.namespace, s.claimName(), rerr)
+			}
+			if rerr == nil && current.Data["holder"] == s.token {
+				s.claimVersion = current.ResourceVersion // this store's own earlier write
+				continue
+			}
 		}
-	}
-	if conflict(err, known) {
-		return fmt.Errorf("writing the ledger's claim %s/%s: %w", s.namespace, s.claimName(), ErrConflict)
-	}
-	if err != nil {
-		s.claimUnsure = true
+		if conflict(err, known) {
+			return fmt.Errorf("writing the ledger's claim %s/%s: it names another writer: %w", s.namespace, s.claimName(), ErrConflict)
+		}
 		return fmt.Errorf("writing the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
 	}
-	return nil
+}
+
+// markShard makes a shard this store's before it is read: the mark (its
+// writer annotation) is conditional on the version listed and changes the
+// shard's version, so every later write of a replica that wrote or read
+// it before — a deposed leader, even one already past its claim — is
+// refused. It returns the shard as marked (nil if it is gone).
+func (s *ConfigMapStore) markShard(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	for attempt := 0; ; attempt++ {
+		marked, err := s.client.AnnotateConfigMap(ctx, s.namespace, cm.Name, cm.ResourceVersion, map[string]string{writerAnnotation: s.token})
+		if err == nil {
+			return marked, nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("marking ledger shard %s/%s as this replica's: %w", s.namespace, cm.Name, err)
+		}
+		// Written since it was listed: by a deposed leader finishing a
+		// save. Read it again and mark that.
+		if attempt == 10 {
+			return nil, fmt.Errorf("marking ledger shard %s/%s as this replica's: it keeps changing (another replica is still writing it): %w", s.namespace, cm.Name, ErrConflict)
+		}
+		if cm, err = s.client.GetConfigMap(ctx, s.namespace, cm.Name); apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading ledger shard %s/%s: %w", s.namespace, cm.Name, err)
+		}
+	}
 }
 
 func (s *ConfigMapStore) claimName() string { return s.name + "-claim" }

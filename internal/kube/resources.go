@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -10,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The requests herald makes besides lists and watches, one method each:
@@ -61,6 +63,25 @@ func (c *Client) UpdateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (str
 	}
 	defer answer.Close()
 	return resourceVersionFrom(answer)
+}
+
+// AnnotateConfigMap sets annotations on a ConfigMap, only if its
+// resourceVersion is still resourceVersion (a Conflict otherwise: a merge
+// patch that names a resourceVersion is conditional on it), and returns
+// the ConfigMap as stored. A new leader marks every ledger shard this way
+// before it reads the ledger, so that a deposed leader's write of any of
+// them fails.
+func (c *Client) AnnotateConfigMap(ctx context.Context, namespace, name, resourceVersion string, annotations map[string]string) (*corev1.ConfigMap, error) {
+	if resourceVersion == "" {
+		return nil, fmt.Errorf("annotating ConfigMap %s/%s: a resourceVersion is required (the change must be conditional)", namespace, name)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion, "annotations": annotations}})
+	if err != nil {
+		return nil, err
+	}
+	out := &corev1.ConfigMap{}
+	err = c.core.Patch(types.MergePatchType).Namespace(namespace).Resource("configmaps").Name(name).Body(patch).Do(ctx).Into(out)
+	return out, err
 }
 
 // DeleteConfigMap deletes a ConfigMap; with a resourceVersion, only if
