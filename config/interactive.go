@@ -130,15 +130,17 @@ func (c *Config) validateInteractive(p string, sl *SlackSink, add func(string, s
 }
 
 // Allowed is who may do action ("silence", "acknowledge", "moreLogs") on
-// an incident in namespace through route ("" when no route matched): Slack
-// user and group IDs, or "*" for anyone.
-func (in *Interactive) Allowed(action, namespace, route string) []string {
+// an incident in namespace sent through routes (several when a route has
+// continue: true; none when no route matched): Slack user and group IDs,
+// or "*" for anyone. An entry keyed on routes matches an incident that
+// any of them sent.
+func (in *Interactive) Allowed(action, namespace string, routes []string) []string {
 	globMatch := func(g, s string) bool { ok, _ := path.Match(g, s); return ok }
 	for _, a := range in.Allow {
 		if len(a.Namespaces) > 0 && !slices.ContainsFunc(a.Namespaces, func(g string) bool { return globMatch(g, namespace) }) {
 			continue
 		}
-		if len(a.Routes) > 0 && !slices.Contains(a.Routes, route) {
+		if len(a.Routes) > 0 && !slices.ContainsFunc(a.Routes, func(r string) bool { return slices.Contains(routes, r) }) {
 			continue
 		}
 		var ids *[]string

@@ -60,25 +60,31 @@ func TestAllowed(t *testing.T) {
 	ids := func(s ...string) *[]string { return &s }
 	in := &Interactive{Allow: []AllowRule{
 		{Routes: []string{"payments"}, Silence: ids("S0PAYONCALL"), Acknowledge: ids("S0PAYONCALL")},
+		{Routes: []string{"payments-page"}, Acknowledge: ids("U0PAGER12")},
 		{Namespaces: []string{"shop", "shop-*"}, Silence: ids("U0ANA1234")},
 		{Namespaces: []string{"sandbox"}, MoreLogs: ids()},
 	}}
 	for _, tc := range []struct {
-		action, ns, route string
-		want              []string
+		action, ns string
+		routes     []string
+		want       []string
 	}{
-		{"silence", "pay", "payments", []string{"S0PAYONCALL"}},
-		{"acknowledge", "pay", "payments", []string{"S0PAYONCALL"}},
-		{"moreLogs", "pay", "payments", []string{"*"}},
-		{"silence", "shop-eu", "", []string{"U0ANA1234"}},
-		{"acknowledge", "shop", "", []string{"*"}},
-		{"moreLogs", "sandbox", "", []string{}}, // an empty list: nobody
-		{"silence", "other", "", nil},
-		{"silence", "", "", nil},
-		{"acknowledge", "other", "", []string{"*"}},
+		{"silence", "pay", []string{"payments"}, []string{"S0PAYONCALL"}},
+		{"acknowledge", "pay", []string{"payments"}, []string{"S0PAYONCALL"}},
+		{"moreLogs", "pay", []string{"payments"}, []string{"*"}},
+		// A route with continue: true sends on to the next: the incident
+		// went through both, and an entry keyed on either matches.
+		{"acknowledge", "pay", []string{"payments-page", "audit"}, []string{"U0PAGER12"}},
+		{"acknowledge", "pay", []string{"audit", "payments"}, []string{"S0PAYONCALL"}},
+		{"silence", "shop-eu", nil, []string{"U0ANA1234"}},
+		{"acknowledge", "shop", nil, []string{"*"}},
+		{"moreLogs", "sandbox", nil, []string{}}, // an empty list: nobody
+		{"silence", "other", nil, nil},
+		{"silence", "", nil, nil},
+		{"acknowledge", "other", nil, []string{"*"}},
 	} {
-		if got := in.Allowed(tc.action, tc.ns, tc.route); !slices.Equal(got, tc.want) {
-			t.Errorf("%s in %q via %q: %q, want %q", tc.action, tc.ns, tc.route, got, tc.want)
+		if got := in.Allowed(tc.action, tc.ns, tc.routes); !slices.Equal(got, tc.want) {
+			t.Errorf("%s in %q via %q: %q, want %q", tc.action, tc.ns, tc.routes, got, tc.want)
 		}
 	}
 }

@@ -22,14 +22,20 @@ import (
 )
 
 // buttonsConfig: a crash loop goes to Slack, with buttons, and to
-// PagerDuty. ana may silence in default; the on-call group (bob) may
-// acknowledge; anyone may read more logs.
+// PagerDuty, through two routes (the first has continue: true). On the
+// first route, in default, ana may silence and the on-call group (bob)
+// may acknowledge; anyone may read more logs. (Were the allow entry not
+// to match an incident that went through several routes, anyone could
+// acknowledge and nobody could silence.)
 const buttonsConfig = `
 incidents: {resolveHoldDown: 0s, flapping: {starts: 0}, updateInterval: 0s}
 context:
   redact: ['customer-[0-9]+']
 rules:
   - {name: crash, kind: Pod, detector: crashloop, severity: critical, restartStep: 2, settle: 0s, sinks: [slack, pd]}
+routes:
+  - {name: payments-page, match: {namespaces: [default]}, to: [{sink: pd}], continue: true}
+  - {name: audit, match: {namespaces: [default]}, to: [{sink: slack}]}
 sinks:
   - name: slack
     slack:
@@ -41,6 +47,7 @@ sinks:
         appToken: {value: xapp-1-A0STANDIN-1-0123abcd, allowPlaintext: true}
         allow:
           - namespaces: [default]
+            routes: [payments-page]
             silence: [U0ANA1]
             acknowledge: [S0ONCALL]
   - name: pd
@@ -191,6 +198,16 @@ func TestSlackButtons(t *testing.T) {
 		}
 		if n := len(eventsWithReason(t, env, "Silenced")); n != 0 {
 			t.Errorf("a refused press recorded %d Silenced Events", n)
+		}
+		// Acknowledge is the allow entry's too, though the incident went
+		// through two routes: eve is refused it.
+		press(t, sl, alert, "herald_ack", "U0EVE1")
+		eph = sl.Ephemerals("U0EVE1")
+		if len(eph) != 2 || !strings.Contains(eph[1].Text, "You may not acknowledge incidents in namespace default") {
+			t.Fatalf("eve's Acknowledge on an incident sent through routes payments-page and audit: %+v", eph)
+		}
+		if n := len(eventsWithReason(t, env, "Acknowledged")); n != 0 {
+			t.Errorf("a refused Acknowledge recorded %d Acknowledged Events", n)
 		}
 	})
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/redact"
 	"github.com/herald-k8s/herald/internal/kube"
 )
 
@@ -185,7 +186,7 @@ func (e *Enricher) pick(events []corev1.Event) []incident.Event {
 		}
 		// Bounded before it is redacted (an Event's message has no size
 		// limit of its own), redacted before it is cut to size.
-		msg := e.opts.Redactor.Redact(cutRunes(strings.TrimSpace(ev.Message), 8*maxLine))
+		msg := e.opts.Redactor.Redact(redact.Bound(strings.TrimSpace(ev.Message), 8*maxLine))
 		if len(msg) > maxLine {
 			msg = cutRunes(msg, maxLine) + lineCut
 		}

@@ -136,7 +136,7 @@ type Incident struct {
 	// chose; Mentions are the Slack IDs (S…, U…, W…) to notify. Decided
 	// when the incident fires and kept, so that every notification of it
 	// goes where the first went.
-	Route    string            `json:"route,omitempty"`
+	Route    string            `json:"route,omitempty"` // names joined with commas (Routes)
 	Dest     map[string]string `json:"dest,omitempty"`
 	Mentions []string          `json:"mention,omitempty"`
 	// Refs are what sinks need to find their earlier message again, by
@@ -233,4 +233,13 @@ func Fingerprint(f rules.Finding) string {
 	}
 	h := sha256.Sum256([]byte(strings.Join([]string{f.Rule, who, f.Container, f.Reason}, "\x00")))
 	return hex.EncodeToString(h[:8])
+}
+
+// Routes lists the names of the routes that chose the incident's sinks
+// (Route holds them joined with commas; route names have none).
+func (inc *Incident) Routes() []string {
+	if inc.Route == "" {
+		return nil
+	}
+	return strings.Split(inc.Route, ",")
 }

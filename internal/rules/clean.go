@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"strings"
-	"unicode/utf8"
 
 	"github.com/herald-k8s/herald/internal/redact"
 )
@@ -30,24 +28,9 @@ const MaxFact = 1024
 // after it), so a secret across the cut is recognised whole.
 func cleanDetection(d *Detection, red *redact.Redactor) {
 	for k, v := range d.Facts {
-		d.Facts[k] = truncate(red.Redact(validPrefix(v, 8*MaxFact)), MaxFact)
+		d.Facts[k] = truncate(red.Redact(redact.Bound(v, 8*MaxFact)), MaxFact)
 	}
-	d.Detail = red.Redact(validPrefix(d.Detail, 8*MaxText))
-}
-
-// validPrefix is at most n bytes of s, not ending inside a character,
-// made valid UTF-8.
-func validPrefix(s string, n int) string {
-	if len(s) > n {
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
-	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return s
+	d.Detail = red.Redact(redact.Bound(d.Detail, 8*MaxText))
 }
 
 // redactError gives err a redacted text, for herald's log: a CEL error

@@ -135,3 +135,62 @@ sinks: [{name: s, stdout: {}}]
 		t.Fatalf("findings %+v, want the cheap rule's", found)
 	}
 }
+
+// TestPreCutLeavesNoSecretFragment: a text longer than what the
+// redactor reads is cut before it is redacted. When the cut falls inside
+// a token, what is left of it is a shape no rule knows; and redacting the
+// secrets before it shortens the text, pulling that fragment into what
+// is kept. The cut word must go: no part of the token may show, in a
+// fact (a termination message) or in a template's output.
+func TestPreCutLeavesNoSecretFragment(t *testing.T) {
+	const token = "ghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345"
+	fragment := token[:20]
+	// Secrets worth 8 KB that redact to a few hundred bytes, then the
+	// token, cut after its 20th character.
+	cutAcross := func(cut int) string {
+		pair := "password=" + strings.Repeat("Zq9", 133) + " "
+		var b strings.Builder
+		for b.Len()+len(pair) <= cut-len(fragment) {
+			b.WriteString(pair)
+		}
+		b.WriteString(strings.Repeat(" ", cut-len(fragment)-b.Len()))
+		b.WriteString(token + " and more after it")
+		return b.String()
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "leaky", Namespace: "shop", UID: "u1",
+			Annotations: map[string]string{"note": cutAcross(4 * MaxText)}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "app", RestartCount: 9,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 1, Reason: "Error", Message: cutAcross(8 * MaxFact)}},
+		}}},
+	}
+	set := compile(t, `
+rules:
+  - {name: crash, kind: Pod, detector: crashloop, sinks: [s]}
+  - name: note
+    kind: Pod
+    condition: 'true'
+    message: {text: '{{ index .Object.metadata.annotations "note" }}'}
+    sinks: [s]
+sinks: [{name: s, stdout: {}}]
+`)
+	found, errs := set.Evaluate("Pod", pod, now, nil)
+	if len(found) != 2 {
+		t.Fatalf("%d findings (errors %v), want the crash loop and the note", len(found), errs)
+	}
+	for _, f := range found {
+		shown := f.Title + "\n" + f.Text
+		for _, v := range f.Facts {
+			shown += "\n" + v
+		}
+		if strings.Contains(shown, fragment) {
+			t.Errorf("%s: a fragment of the token cut before redaction shows: %q", f.Rule, fragment)
+		}
+		if f.Rule == "crash" && !strings.Contains(shown, "password=<redacted") {
+			t.Errorf("crash: the termination message did not reach the finding (the test shows nothing): %.300q", shown)
+		}
+	}
+}

@@ -124,11 +124,16 @@ func (m *message) render(f Finding, d Detection, in *input, red *redact.Redactor
 			return fallback
 		}
 		var b strings.Builder
-		if e := t.Execute(&limitedWriter{b: &b, left: 4 * limit}, data); e != nil {
+		w := &limitedWriter{b: &b, left: 4 * limit}
+		if e := t.Execute(w, data); e != nil {
 			err = e
 			return fallback
 		}
-		return truncate(red.Redact(b.String()), limit)
+		out := b.String()
+		if w.cut {
+			out = redact.DropCutWord(out) // no fragment of a secret
+		}
+		return truncate(red.Redact(out), limit)
 	}
 	return exec(m.title, title, MaxTitle), exec(m.text, text, MaxText), exec(m.runbook, "", MaxRunbookURL), err
 }
@@ -165,12 +170,13 @@ func truncate(s string, n int) string {
 type limitedWriter struct {
 	b    *strings.Builder
 	left int
+	cut  bool // something was left out
 }
 
 func (w *limitedWriter) Write(p []byte) (int, error) {
 	if len(p) > w.left {
 		w.b.Write(p[:max(w.left, 0)])
-		w.left = 0
+		w.left, w.cut = 0, true
 		return len(p), nil // keep executing; the result is cut anyway
 	}
 	w.left -= len(p)

@@ -281,11 +281,12 @@ func (r *Receiver) claim(key string) bool {
 // allowed says whether p's actor may do p here, and if not, why, in
 // words for them.
 func (r *Receiver) allowed(ctx context.Context, p actions.Press) (bool, string) {
-	ns, route := "", ""
+	var ns string
+	var routes []string
 	if inc, ok := r.opts.Executor.Lookup(p.IncidentID); ok {
-		ns, route = inc.Object.Namespace, inc.Route
+		ns, routes = inc.Object.Namespace, inc.Routes()
 	}
-	who := r.opts.Interactive.Allowed(p.Kind.Permission(), ns, route)
+	who := r.opts.Interactive.Allowed(p.Kind.Permission(), ns, routes)
 	if slices.Contains(who, "*") || slices.Contains(who, p.Actor.ID) {
 		return true, ""
 	}
