@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/herald-k8s/herald/internal/incident"
-	"github.com/herald-k8s/herald/internal/redact"
 	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/redact"
 )
 
 // Source is where context comes from: the API server (which proxies

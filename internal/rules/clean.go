@@ -1,7 +1,6 @@
 package rules
 
 import (
-
 	"github.com/herald-k8s/herald/internal/redact"
 )
 
