@@ -75,6 +75,9 @@ func validateLeaseTimings(leaseDuration, renewDeadline, retryPeriod time.Duratio
 		return fmt.Errorf("want 0 < --retry-period (%s) < --renew-deadline (%s) < --lease-duration (%s): the leader stops notifying at the renew deadline, the lease duration − renew deadline before another replica may take over",
 			retryPeriod, renewDeadline, leaseDuration)
 	}
+	if renewDeadline*5 <= retryPeriod*6 {
+		return fmt.Errorf("--renew-deadline %s must be more than 1.2 × --retry-period (%s), as in every Kubernetes component: retries are jittered by up to 1.2 retry periods", renewDeadline, retryPeriod)
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,6 +43,7 @@ func TestOnControlPlane(t *testing.T) {
 	t.Run("ListAndWatchTyped", func(t *testing.T) { listAndWatchTyped(t, env, c) })
 	t.Run("ListAndWatchDecoding", func(t *testing.T) { listAndWatchDecoding(t, env, c) })
 	t.Run("ConfigMaps", func(t *testing.T) { configMaps(t, c) })
+	t.Run("ConditionalPatches", func(t *testing.T) { conditionalPatches(t, c) })
 	t.Run("ResourceFor", func(t *testing.T) { resourceFor(t, c) })
 	t.Run("Reviews", func(t *testing.T) { reviews(t, env, c) })
 }
@@ -221,6 +223,44 @@ func listAndWatchDecoding(t *testing.T, env *testenv.Env, c *kube.Client) {
 	}
 	if _, err := c.ListerWatcherDecoding(schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget", decode); err == nil {
 		t.Error("a decoding ListerWatcher for a group herald's client does not speak, want an error")
+	}
+}
+
+// conditionalPatches: a Lease renewal lands only while its holder holds
+// it (the API server answers Invalid otherwise), and does not depend on
+// the resourceVersion; a ledger shard's mark lands only on the version
+// it names (Conflict otherwise).
+func conditionalPatches(t *testing.T, c *kube.Client) {
+	ctx := context.Background()
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "renewed", Namespace: "default"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](15)}}
+	if _, err := c.CreateLease(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	at := metav1.NewMicroTime(time.Date(2026, 11, 28, 12, 0, 0, 123456000, time.UTC))
+	for range 2 { // twice: the second carries no newer resourceVersion than the first
+		renewed, err := c.RenewLease(ctx, "default", "renewed", "a", at)
+		if err != nil || renewed.Spec.RenewTime == nil || !renewed.Spec.RenewTime.Equal(&at) {
+			t.Fatalf("renewing as the holder: %v (renewTime %v), want renewTime %v", err, renewed.Spec.RenewTime, at)
+		}
+	}
+	if _, err := c.RenewLease(ctx, "default", "renewed", "b", at); !apierrors.IsInvalid(err) {
+		t.Errorf("renewing as another: %v, want Invalid", err)
+	}
+	if _, err := c.RenewLease(ctx, "default", "none", "a", at); !apierrors.IsNotFound(err) {
+		t.Errorf("renewing a Lease that does not exist: %v, want NotFound", err)
+	}
+
+	cm, err := c.CreateConfigMap(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "marked", Namespace: "default"}, Data: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, err := c.AnnotateConfigMap(ctx, "default", "marked", cm.ResourceVersion, map[string]string{"writer": "me"})
+	if err != nil || marked.Annotations["writer"] != "me" || marked.Data["k"] != "v" || marked.ResourceVersion == cm.ResourceVersion {
+		t.Fatalf("marking at the current version: %v, %+v", err, marked.ObjectMeta)
+	}
+	if _, err := c.AnnotateConfigMap(ctx, "default", "marked", cm.ResourceVersion, map[string]string{"writer": "other"}); !apierrors.IsConflict(err) {
+		t.Errorf("marking at an old version: %v, want Conflict", err)
 	}
 }
 

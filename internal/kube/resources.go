@@ -128,6 +128,24 @@ func (c *Client) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coo
 	return out, err
 }
 
+// RenewLease sets a Lease's renewTime, only if holder still holds it: a
+// JSON patch whose first operation tests spec.holderIdentity (the API
+// server answers 422 when the test fails). It is not conditional on the
+// resourceVersion, so several renewals of one holder may be in flight at
+// once (a slow API server) without refusing each other.
+func (c *Client) RenewLease(ctx context.Context, namespace, name, holder string, renewTime metav1.MicroTime) (*coordinationv1.Lease, error) {
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/spec/holderIdentity", "value": holder},
+		{"op": "replace", "path": "/spec/renewTime", "value": renewTime},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &coordinationv1.Lease{}
+	err = c.rest[coordinationv1.SchemeGroupVersion].Patch(types.JSONPatchType).Namespace(namespace).Resource("leases").Name(name).Body(patch).Do(ctx).Into(out)
+	return out, err
+}
+
 // ReviewAccess asks whether the client's user may do what review asks.
 func (c *Client) ReviewAccess(ctx context.Context, review *authzv1.SelfSubjectAccessReview) (*authzv1.SelfSubjectAccessReview, error) {
 	out := &authzv1.SelfSubjectAccessReview{}

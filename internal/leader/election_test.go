@@ -207,7 +207,7 @@ type slowThenHung struct {
 	sent    time.Time // when the successful renewal was sent
 }
 
-func (s *slowThenHung) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+func (s *slowThenHung) RenewLease(ctx context.Context, namespace, name, holder string, renewTime metav1.MicroTime) (*coordinationv1.Lease, error) {
 	s.mu.Lock()
 	s.updates++
 	n := s.updates
@@ -219,7 +219,7 @@ func (s *slowThenHung) UpdateLease(ctx context.Context, l *coordinationv1.Lease)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	out, err := s.memoryLeases.UpdateLease(ctx, l)
+	out, err := s.memoryLeases.RenewLease(ctx, namespace, name, holder, renewTime)
 	select { // the API server applied it at once; its answer takes slow
 	case <-time.After(s.slow):
 	case <-ctx.Done():
@@ -286,10 +286,12 @@ func TestLeaderLosesAtOnceWhenAnotherHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if a.renewBy(ctx) {
-		t.Fatal("a renewed a Lease b holds")
+	if err := a.renew(ctx); !errors.Is(err, errLost) || !strings.Contains(err.Error(), "another holder") {
+		t.Fatalf("a's renewal of a Lease b holds: %v, want errLost naming another holder", err)
 	}
-	if took := time.Since(start); took > time.Second {
+	// Its first renewal is due a retry period (2.5 s) after it took the
+	// Lease; the renew deadline is 10 s.
+	if took := time.Since(start); took > a.o.RetryPeriod+time.Second {
 		t.Errorf("a went on believing it led for %s after it saw b hold the Lease", took.Round(time.Millisecond))
 	}
 }

@@ -63,6 +63,11 @@ func (o *Options) validate() error {
 	if o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline {
 		return fmt.Errorf("leader election: want retry period (%s) < renew deadline (%s) < lease duration (%s)", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
+	if o.RenewDeadline*5 <= o.RetryPeriod*6 {
+		// As client-go: acquisition retries are jittered up to 1.2 retry
+		// periods, and the deadline must leave room for more than one.
+		return fmt.Errorf("leader election: renew deadline (%s) must be more than 1.2 × the retry period (%s)", o.RenewDeadline, o.RetryPeriod)
+	}
 	if o.Client == nil || o.Name == "" || o.Identity == "" {
 		return errors.New("leader election: a client, a Lease name and an identity are required")
 	}

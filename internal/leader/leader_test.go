@@ -12,6 +12,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 )
@@ -102,6 +103,27 @@ func (m *memoryLeases) UpdateLease(_ context.Context, l *coordinationv1.Lease) (
 		return nil, apierrors.NewConflict(leasesResource, l.Name, errors.New("the object has been modified"))
 	}
 	return m.store(key, l), nil
+}
+
+// RenewLease is the API server's JSON patch that tests the holder: 422
+// Invalid when the Lease names another.
+func (m *memoryLeases) RenewLease(_ context.Context, namespace, name, holder string, renewTime metav1.MicroTime) (*coordinationv1.Lease, error) {
+	if m.broken.Load() {
+		return nil, errors.New("etcd is away")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := namespace + "/" + name
+	cur, ok := m.leases[key]
+	if !ok {
+		return nil, apierrors.NewNotFound(leasesResource, name)
+	}
+	if cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != holder {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: leasesResource.Group, Kind: "Lease"}, name, nil)
+	}
+	next := cur.DeepCopy()
+	next.Spec.RenewTime = &renewTime
+	return m.store(key, next), nil
 }
 
 func (m *memoryLeases) store(key string, l *coordinationv1.Lease) *coordinationv1.Lease {
