@@ -2,11 +2,13 @@ package sinks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/incident"
 )
 
@@ -98,6 +100,14 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 				return
 			}
 		}
+		// The fence at the edge: a goroutine that wakes after the hold on
+		// the Lease ended (a paused process resuming) sends nothing, even
+		// before the timer that fences the leader has run.
+		if err := fence.Check(ctx); err != nil {
+			d.metrics.Fenced.WithLabelValues(name).Add(float64(len(ns)))
+			d.logger.Warn("notification not sent: this replica's hold on the leader lease has ended; the next leader sends it", "sink", name, "id", id, "error", err)
+			return
+		}
 		start := time.Now()
 		var err error
 		if len(ns) == 1 {
@@ -124,6 +134,11 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 					d.delivered(n, name)
 				}
 			}
+			return
+		}
+		if errors.Is(err, fence.ErrExpired) {
+			d.metrics.Fenced.WithLabelValues(name).Add(float64(len(ns)))
+			d.logger.Warn("notification not sent: this replica's hold on the leader lease ended while it was being sent; the next leader sends it", "sink", name, "id", id, "error", err)
 			return
 		}
 		retry, after := IsRetryable(err)

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/herald-k8s/herald/internal/fence"
 )
 
 // This file is what the HTTP integrations (webhook, alertmanager,
@@ -43,7 +45,8 @@ func NewHTTPClient(timeout time.Duration, t TLSOptions) (*http.Client, error) {
 	if tlsCfg != nil {
 		transport.TLSClientConfig = tlsCfg
 	}
-	return &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: SameHostRedirects}, nil
+	// Fenced: a request made for a leader whose hold has ended is not sent.
+	return &http.Client{Timeout: timeout, Transport: fence.Transport(transport), CheckRedirect: SameHostRedirects}, nil
 }
 
 // Post sends body to target and reads the answer the way every HTTP sink

@@ -19,6 +19,10 @@ type Metrics struct {
 	// Misrouted counts notifications a destination refused that went to
 	// the sink's default instead (a Slack channel gone or not joined).
 	Misrouted *prometheus.CounterVec
+	// Fenced counts notifications not sent because this replica's hold
+	// on the leader lease had ended by its own clock (the next leader
+	// sends them: the ledger keeps them undelivered).
+	Fenced *prometheus.CounterVec
 
 	reg  prometheus.Registerer
 	mu   sync.Mutex
@@ -41,6 +45,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_sink_dropped_total", Help: "Update/repeat notifications dropped because the sink's queue was full.",
 		}, []string{"sink"}),
+		Fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sink_fenced_total", Help: "Notifications not sent because this replica's hold on the leader lease had ended by its own clock.",
+		}, []string{"sink"}),
 		GaveUp: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_sink_gave_up_total", Help: "Notifications abandoned after the sink's maximum age.",
 		}, []string{"sink"}),
@@ -60,7 +67,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg: reg, seen: map[string]bool{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Sent, m.Failed, m.Retries, m.Dropped, m.GaveUp, m.Digests, m.Refreshes, m.SendSeconds, m.Misrouted)
+		reg.MustRegister(m.Sent, m.Failed, m.Retries, m.Dropped, m.GaveUp, m.Digests, m.Refreshes, m.SendSeconds, m.Misrouted, m.Fenced)
 	}
 	return m
 }

@@ -139,7 +139,7 @@ func TestChartValuesRenderValidConfig(t *testing.T) {
 				{"acknowledge", "batch", "all", []string{"S0ONCALL1"}},
 				{"moreLogs", "batch", "all", []string{"*"}},
 			} {
-				if got := in.Allowed(c.action, c.namespace, c.route); !slices.Equal(got, c.want) {
+				if got := in.Allowed(c.action, c.namespace, []string{c.route}); !slices.Equal(got, c.want) {
 					t.Errorf("%s in %s by route %s: %v, want %v", c.action, c.namespace, c.route, got, c.want)
 				}
 			}

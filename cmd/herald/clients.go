@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/watcher"
@@ -118,6 +119,9 @@ func (k kubeFlags) namespace() (string, string, error) {
 func newClients(cfg *rest.Config) (watcher.Clients, *kube.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return patientWatches{next: rt, every: time.Second} })
+	// The ledger's requests are made under the leader's fence: not sent
+	// once the hold on the Lease has ended (the election's own are not).
+	cfg.Wrap(fence.Transport)
 	typed, err := kube.New(cfg)
 	if err != nil {
 		return watcher.Clients{}, nil, err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/handlers"
+	fencing "github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/internal/logbuf"
@@ -261,6 +262,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	defer fence(nil)
 	var runErr error
 	lead := func(ctx context.Context) {
+		// The election's fence at the edge (checked by every sink and
+		// ledger request) goes with the work that outlives ctx too.
+		fenced := fencing.With(fenced, fencing.From(ctx))
 		runErr = runLeader(ctx, fenced, fence, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
 			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace, gatherContext: gatherContext, interactive: interactive,
 			silenceStatus: silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run})

@@ -152,6 +152,18 @@ func (e *elector) validUntil() time.Time {
 	return e.observedAt.Add(e.o.RenewDeadline)
 }
 
+// holdUntil is when this replica's hold on the Lease ends by its own
+// clock (validUntil), or the zero time when it does not lead: the fence
+// every sink and ledger request is checked against.
+func (e *elector) holdUntil() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.leading {
+		return time.Time{}
+	}
+	return e.observedAt.Add(e.o.RenewDeadline)
+}
+
 // write updates l to say this replica holds it as of now; the hold is
 // timed from when the write was sent (the API server may apply it at any
 // moment until it answers).

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/herald-k8s/herald/internal/fence"
 )
 
 // ErrLost is returned when the lease was lost while leading: the process
@@ -116,6 +118,9 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	// expire) and never while work guarded by it is running.
 	workCtx, stopWork := context.WithCancelCause(ctx)
 	defer stopWork(nil)
+	// The fence at the edge: every sink and ledger request made under the
+	// work's context is checked against the hold just before it is sent.
+	workCtx = fence.With(workCtx, fence.New(e.holdUntil, e.now))
 	renewCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRenewing()
 	lost := make(chan struct{}) // closed, before the work is told, once the lease is lost

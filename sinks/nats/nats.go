@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
 )
@@ -123,6 +124,14 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	msg.Header.Set(jetstream.MsgIDHeader, payload.ID)
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	// The fence at the edge, as the HTTP sinks' transport does: checked
+	// just before the message leaves, and the publish cut at the end of
+	// the hold on the leader lease.
+	ctx, unfence, err := fence.Bound(ctx)
+	if err != nil {
+		return err
+	}
+	defer unfence()
 	if s.js != nil {
 		if _, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(payload.ID)); err != nil {
 			return &sinks.Retryable{Err: fmt.Errorf("nats %s: JetStream publish to %s: %w", s.opts.Name, msg.Subject, err)}

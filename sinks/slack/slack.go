@@ -16,6 +16,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
 )
@@ -66,7 +67,8 @@ func New(opts Options) *Sink {
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	client := &http.Client{Timeout: opts.Timeout, Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: sinks.SameHostRedirects}
+	// Fenced: a request made for a leader whose hold has ended is not sent.
+	client := &http.Client{Timeout: opts.Timeout, Transport: fence.Transport(http.DefaultTransport.(*http.Transport).Clone()), CheckRedirect: sinks.SameHostRedirects}
 	s := &Sink{opts: opts, client: client, now: time.Now}
 	if opts.Token != "" {
 		apiOpts := []slack.Option{slack.OptionHTTPClient(client)}

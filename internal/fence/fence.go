@@ -1,0 +1,134 @@
+// Package fence stops a deposed leader's requests at the moment they
+// would leave, not only when a timer says so.
+//
+// The leader's hold on its Lease ends, by its own clock, a renew deadline
+// after it sent its last successful renewal (internal/leader). A timer
+// fires then and cancels the leader's work — but a process that was
+// paused (a long GC, CPU starvation, SIGSTOP, a frozen cgroup or VM)
+// wakes every goroutine whose timer expired at once, and a sink retry
+// can reach the network before the timer that fences it runs. So the
+// leader's work context carries a Fence, and every request herald makes
+// for a sink or the ledger checks it immediately before it is sent and
+// runs under a deadline at the end of the hold.
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// ErrExpired: the hold on the Lease has ended by this replica's clock;
+// nothing more may be sent for it.
+var ErrExpired = errors.New("this replica's hold on the leader lease has ended (by its own clock): not sent")
+
+// Fence is a leader's term: valid until an instant that each successful
+// renewal moves later.
+type Fence struct {
+	validUntil func() time.Time
+	now        func() time.Time
+}
+
+// New makes a Fence. validUntil is read at every check (a time with a
+// monotonic reading, so a wall-clock step cannot move it); now is the
+// clock (time.Now when nil).
+func New(validUntil, now func() time.Time) *Fence {
+	if now == nil {
+		now = time.Now
+	}
+	return &Fence{validUntil: validUntil, now: now}
+}
+
+// Check says whether a request may start now: nil while the hold lasts.
+func (f *Fence) Check() error {
+	if until := f.validUntil(); !f.now().Before(until) {
+		return fmt.Errorf("%w (held until %s)", ErrExpired, until.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// ValidUntil is the end of the hold as of now.
+func (f *Fence) ValidUntil() time.Time { return f.validUntil() }
+
+type key struct{}
+
+// With returns ctx carrying f: every request made under it is fenced.
+// (A context made WithoutCancel from it still carries f: a last ledger
+// write after a shutdown is fenced too.)
+func With(ctx context.Context, f *Fence) context.Context { return context.WithValue(ctx, key{}, f) }
+
+// From returns the Fence ctx carries, or nil.
+func From(ctx context.Context) *Fence {
+	f, _ := ctx.Value(key{}).(*Fence)
+	return f
+}
+
+// Check checks the Fence ctx carries; nil when it carries none.
+func Check(ctx context.Context) error {
+	if f := From(ctx); f != nil {
+		return f.Check()
+	}
+	return nil
+}
+
+// Bound returns ctx with a deadline at the end of the hold, or ErrExpired
+// if it has ended; ctx without a Fence is returned as it is.
+func Bound(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	f := From(ctx)
+	if f == nil {
+		return ctx, func() {}, nil
+	}
+	if err := f.Check(); err != nil {
+		return ctx, func() {}, err
+	}
+	// The deadline runs on the real clock: f's may be a test's.
+	left := f.validUntil().Sub(f.now())
+	ctx, cancel := context.WithTimeoutCause(ctx, left, ErrExpired)
+	return ctx, cancel, nil
+}
+
+// Transport fences each request whose context carries a Fence: checked
+// immediately before it is sent, and cut at the end of the hold. Other
+// requests (the informers' lists and watches) pass as they are.
+func Transport(next http.RoundTripper) http.RoundTripper {
+	return roundTripper{next}
+}
+
+type roundTripper struct{ next http.RoundTripper }
+
+func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel, err := Bound(req.Context())
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the body, even on error
+		}
+		return nil, err
+	}
+	if From(req.Context()) == nil {
+		return t.next.RoundTrip(req)
+	}
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{resp.Body, cancel} // the deadline covers reading the answer
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	body interface {
+		Read([]byte) (int, error)
+		Close() error
+	}
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Read(p []byte) (int, error) { return c.body.Read(p) }
+func (c *cancelOnClose) Close() error {
+	err := c.body.Close()
+	c.cancel()
+	return err
+}
