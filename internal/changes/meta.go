@@ -13,6 +13,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	redactpkg "github.com/herald-k8s/herald/internal/redact"
 )
 
 // What the record reads of a workload besides its pod template: who wrote
@@ -90,14 +92,21 @@ func ownsSpec(raw []byte) bool {
 }
 
 // tools lists the deployment tools' annotations and labels, "key=value",
-// sorted, bounded.
-func tools(m metav1.Object) []string {
+// sorted, bounded. Their values are written by whoever can edit the
+// workload (a repository URL with its credentials, a token in a tracking
+// annotation): each is redacted as a change-cause is (nil: values are
+// left out).
+func tools(m metav1.Object, redact func(string) string) []string {
 	var out []string
 	for _, kv := range []map[string]string{m.GetAnnotations(), m.GetLabels()} {
 		for k, v := range kv {
 			for _, p := range toolPrefixes {
 				if strings.HasPrefix(k, p) {
-					out = append(out, clipTo(k, 96)+"="+clipTo(v, maxToolValue))
+					value := "…"
+					if redact != nil {
+						value = clipTo(redact(redactpkg.Bound(v, 8*maxToolValue)), maxToolValue)
+					}
+					out = append(out, clipTo(k, 96)+"="+value)
 					break
 				}
 			}

@@ -178,7 +178,7 @@ func (c *Changes) rolledOut(w *workload, v workloadView, d digest, by string, at
 
 func (c *Changes) rollout(v workloadView, by string, at time.Time, s Summary, baseline bool) Rollout {
 	r := Rollout{Revision: v.revision, Generation: v.generation, At: at, By: by, Summary: s, Baseline: baseline,
-		Tools: tools(v.meta)}
+		Tools: tools(v.meta, c.opts.Redact)}
 	if cause := v.meta.GetAnnotations()[changeCauseAnnotation]; cause != "" && c.opts.Redact != nil {
 		r.ChangeCause = clipTo(c.opts.Redact(assignedValues.ReplaceAllString(cause, "$1=…")), maxChangeCause)
 	}

@@ -70,6 +70,7 @@ func TestRecord(t *testing.T) {
 	d.Spec.Template.Spec.Containers[0].Env[0].Value = "20"
 	d.Annotations[changeCauseAnnotation] = "kubectl set env DB_PASSWORD=hunter2"
 	d.Annotations["argocd.argoproj.io/tracking-id"] = "shop:apps/Deployment:shop/checkout"
+	d.Annotations["argocd.argoproj.io/source"] = "https://deploy:hunter2@git.example/shop.git" // a GitOps value holding a credential
 	c.observe(d)
 	rolledAt := clk.t
 	d = d.DeepCopy()
@@ -86,7 +87,7 @@ func TestRecord(t *testing.T) {
 		t.Errorf("rollout %+v: want revision 2 by argocd at %s", ro, rolledAt)
 	}
 	want := "Rolled out 4 min before the failure (revision 2, by argocd): image shop/checkout:1.8.2 → 1.9.0; env DB_POOL changed; " +
-		"change-cause: kubectl set env DB_PASSWORD=…; argocd.argoproj.io/tracking-id=shop:apps/Deployment:shop/checkout\n" +
+		"change-cause: kubectl set env DB_PASSWORD=…; argocd.argoproj.io/source=https://deploy:<redacted>@git.example/shop.git, argocd.argoproj.io/tracking-id=shop:apps/Deployment:shop/checkout\n" +
 		"Undo: kubectl rollout undo deployment/checkout -n shop --to-revision=1\n" +
 		"Managed by Argo CD: a kubectl rollout undo is reverted at its next sync; revert the change in Git (or roll back in Argo CD)"
 	if got := r.String(); got != want {

@@ -1,7 +1,9 @@
 package silence
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,23 +119,49 @@ func (m *Muter) annotationMute(a annotated, inc *incident.Incident, max time.Dur
 	return incident.Mute{By: a.by(asked, false, max), Until: until}, true
 }
 
-// until reads a's value, logging a value that is not a time once.
+// until reads a's value, logging a value that is not a time once (by
+// object and a digest of the value); past maxAnchors such values, once a
+// minute at most.
 func (m *Muter) until(a annotated) (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339, a.value)
-	if err != nil {
-		m.mu.Lock()
-		first := !m.badAnnotations[a]
-		if first && len(m.badAnnotations) < maxAnchors {
-			m.badAnnotations[a] = true
-		}
-		m.mu.Unlock()
-		if first {
-			m.logger.Warn("ignoring an annotation that is not an RFC 3339 time (e.g. 2026-11-24T08:00:00Z)",
-				"annotation", Annotation, "on", a.on, "value", a.value)
-		}
-		return time.Time{}, false
+	if err == nil {
+		return t, true
 	}
-	return t, true
+	key := badAnnotation{on: a.on, value: sha256.Sum256([]byte(a.value))}
+	m.mu.Lock()
+	log := false
+	switch {
+	case m.badAnnotations[key]:
+	case len(m.badAnnotations) < maxAnchors:
+		m.badAnnotations[key], log = true, true
+	case time.Since(m.badLoggedAt) >= time.Minute:
+		m.badLoggedAt, log = time.Now(), true
+	}
+	m.mu.Unlock()
+	if log {
+		m.logger.Warn("ignoring an annotation that is not an RFC 3339 time (e.g. 2026-11-24T08:00:00Z)",
+			"annotation", Annotation, "on", a.on, "value", shownValue(a.value))
+	}
+	return time.Time{}, false
+}
+
+// badAnnotation is an unreadable annotation value already logged: the
+// object, and a digest of the value (which can be 256 KB).
+type badAnnotation struct {
+	on    string
+	value [sha256.Size]byte
+}
+
+// shownValue is what the log shows of a value that is not a time: the
+// value itself only when it is short and made of what a time is written
+// with (a typo in a date), else its size. Whoever can annotate an object
+// writes it, and a log line is no place for what they pasted.
+func shownValue(v string) string {
+	const maxShown = 40
+	if len(v) <= maxShown && strings.Trim(v, "0123456789-+:.TtZz ") == "" {
+		return v
+	}
+	return fmt.Sprintf("(%d bytes, not shown: not a time)", len(v))
 }
 
 // ObserveAnnotations makes a silence-until annotation added, changed or

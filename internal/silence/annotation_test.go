@@ -3,6 +3,7 @@ package silence
 import (
 	"bytes"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,46 @@ func TestScopeWarnings(t *testing.T) {
 	}
 	if n := strings.Count(out, "level=WARN"); n != 3 {
 		t.Errorf("%d warnings, want 3 (herald/everywhere once, herald/team-d, shop/elsewhere):\n%s", n, out)
+	}
+}
+
+// TestUnreadableAnnotationLogsLittle: an annotation that is not a time is
+// written by whoever can annotate an object. Its log line shows a short
+// typo of a date, never a long value or one with words in it (a pasted
+// secret); and past 10,000 distinct bad values on distinct objects, it is
+// logged at most once a minute, not once per value.
+func TestUnreadableAnnotationLogsLittle(t *testing.T) {
+	var logs bytes.Buffer
+	objects := cached{
+		{Kind: "Pod", Namespace: "shop", Name: "typo"}:   annotatedPod("shop", "typo", "", "2026-11-24 08:00"),
+		{Kind: "Pod", Namespace: "shop", Name: "secret"}: annotatedPod("shop", "secret", "", "password=hunter2 "+strings.Repeat("x", 256<<10)),
+	}
+	m := NewMuter("herald", slog.New(slog.NewTextHandler(&logs, nil)))
+	if _, err := m.Watch(objects); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for range 3 {
+		m.Mute(podIncident("shop", "typo"), noIncidents, now)
+		m.Mute(podIncident("shop", "secret"), noIncidents, now)
+	}
+	if !strings.Contains(logs.String(), `value="2026-11-24 08:00"`) {
+		t.Errorf("the date typo is not shown:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "hunter2") || logs.Len() > 2000 {
+		t.Errorf("the long value was logged (%d bytes of log):\n%.500s", logs.Len(), logs.String())
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 2 {
+		t.Errorf("%d log lines for two bad values read three times, want 2", n)
+	}
+
+	logs.Reset()
+	for i := range maxAnchors + 5000 {
+		key := watcher.Key{Kind: "Pod", Namespace: "shop", Name: "p" + strconv.Itoa(i)}
+		objects[key] = annotatedPod("shop", key.Name, "", "soon"+strconv.Itoa(i))
+		m.Mute(podIncident("shop", key.Name), noIncidents, now)
+	}
+	if n := strings.Count(logs.String(), "\n"); n > maxAnchors {
+		t.Errorf("%d log lines for %d bad values, want at most %d (then one a minute)", n, maxAnchors+5000, maxAnchors)
 	}
 }

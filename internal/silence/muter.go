@@ -51,7 +51,8 @@ type Muter struct {
 	maxDuration time.Duration               // the longest a silence or an annotation mutes
 	// badAnnotations remembers annotation values already reported as
 	// unreadable, so each is logged once.
-	badAnnotations map[annotated]bool
+	badAnnotations map[badAnnotation]bool
+	badLoggedAt    time.Time // the last one logged past maxAnchors
 	// warned remembers the silences (key and generation) whose scope
 	// was warned about.
 	warned map[string]int64
@@ -61,7 +62,7 @@ type Muter struct {
 // mutes nothing.
 func NewMuter(namespace string, logger *slog.Logger) *Muter {
 	return &Muter{namespace: namespace, logger: logger, objects: noObjects{}, clock: newAnnotationClock(),
-		silences: map[string]Silence{}, maxDuration: MaxDuration, badAnnotations: map[annotated]bool{}, warned: map[string]int64{}}
+		silences: map[string]Silence{}, maxDuration: MaxDuration, badAnnotations: map[badAnnotation]bool{}, warned: map[string]int64{}}
 }
 
 // Watch makes m read objects (their labels, workloads and annotations)
