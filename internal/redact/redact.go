@@ -122,6 +122,9 @@ func builtIn() []rule {
 		shortFlagRule(),
 		envPairRule(),
 		awsSecretRule(),
+		netrcRule(),
+		userFlagRule(),
+		spokenRule(),
 	}
 	return append(rules, vendorRules()...)
 }

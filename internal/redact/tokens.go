@@ -230,6 +230,7 @@ func vendorRules() []rule {
 		vendor("sendgrid", "SendGrid key", `\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}`, "sg."),
 		vendor("docker", "Docker token", `\bdckr_pat_[A-Za-z0-9_\-]{20,}`, "dckr_pat_"),
 		vendor("digitalocean", "DigitalOcean token", `\bdo[opr]_v1_[a-f0-9]{64}`, "_v1_"),
+		vendor("huggingface", "Hugging Face token", `\b(?:hf_|api_org_)[A-Za-z0-9]{34,40}\b`, "hf_", "api_org_"),
 		vendor("jwt", "JWT", `\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*`, "eyj"),
 	}
 }
