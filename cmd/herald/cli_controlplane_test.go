@@ -116,6 +116,24 @@ func TestCLIOnControlPlane(t *testing.T) {
 		}
 	})
 
+	// The ledger is a ConfigMap anyone with edit rights in herald's
+	// namespace can change: what it says reaches the terminal inert.
+	t.Run("an edited ledger prints nothing raw", func(t *testing.T) {
+		evil := pod
+		evil.ID, evil.Fingerprint = "e1e1e1e1e1e1e1e1-1", "e1e1e1e1e1e1e1e1"
+		evil.Object.Name, evil.Container = "api-0\x1b]52;c;Y3VybCBldmlsfHNo\a", "app\x1b[2J\u202e"
+		writeLedger(t, typed, "herald-two", "edited", []incident.Incident{evil})
+		code, out, errOut := herald("incidents", "--context", "testenv", "--namespace", "herald-two", "--ledger-name", "edited")
+		if code != 0 || !strings.Contains(out, `api-0\x1b]52;c;`) {
+			t.Fatalf("exit %d:\n%q%q", code, out, errOut)
+		}
+		for _, raw := range []string{"\x1b", "\a", "\u202e"} {
+			if strings.Contains(out+errOut, raw) {
+				t.Errorf("herald incidents printed %q raw: %q", raw, out)
+			}
+		}
+	})
+
 	t.Run("namespace found", func(t *testing.T) {
 		code, out, errOut := herald("incidents", "--context", "testenv")
 		if code != 0 || !strings.Contains(out, "Pod/shop/api-0") || !strings.HasSuffix(out, "2 open incidents\n") {

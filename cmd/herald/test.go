@@ -26,6 +26,7 @@ import (
 	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/redact"
 	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/internal/termsafe"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -53,6 +54,9 @@ func (c cli) cmdTest(ctx context.Context, args []string) int {
 		return code
 	}
 	*live = *live || kf.kubeconfig != "" || kf.context != ""
+	// Titles, texts and Event messages come from the cluster: nothing of
+	// them reaches the terminal raw.
+	c.stdout, c.stderr = termsafe.Writer{W: c.stdout}, termsafe.Writer{W: c.stderr}
 	switch {
 	case *send != "" && (len(objects) > 0 || *live):
 		fmt.Fprintln(c.stderr, "herald test: --send tests a sink; --object and --live test rules: give one or the other")
@@ -169,7 +173,7 @@ func report(out io.Writer, set *rules.Set, obj runtime.Object, now time.Time, ga
 		case f.For > 0 && (f.Since.IsZero() || now.Sub(f.Since) < f.For):
 			state = fmt.Sprintf("FIRES AFTER for: %s", f.For)
 		}
-		fmt.Fprintf(out, "%s %s: rule %s %s [%s → %s]\n  title: %s\n  text:  %s\n", gvk.Kind, name, f.Rule, state, f.Severity, strings.Join(f.Sinks, ","), f.Title, f.Text)
+		fmt.Fprintf(out, "%s %s: rule %s %s [%s → %s]\n  title: %s\n  text:  %s\n", gvk.Kind, name, f.Rule, state, f.Severity, strings.Join(f.Sinks, ","), termsafe.Line(f.Title), f.Text)
 		if book != nil {
 			if m, err := meta.Accessor(obj); err == nil {
 				book.print(out, m, f)
@@ -315,7 +319,7 @@ func printContext(out io.Writer, c *incident.Context) {
 		}
 	}
 	for _, ev := range c.Events {
-		fmt.Fprintf(out, "  event: %s %s ×%d: %s\n", ev.Type, ev.Reason, ev.Count, ev.Message)
+		fmt.Fprintf(out, "  event: %s %s ×%d: %s\n", ev.Type, ev.Reason, ev.Count, termsafe.Line(ev.Message))
 	}
 	if c.Unavailable != "" {
 		fmt.Fprintf(out, "  context incomplete: %s\n", c.Unavailable)

@@ -1,7 +1,10 @@
 package rules
 
 import (
+	"strings"
+
 	"github.com/herald-k8s/herald/internal/redact"
+	"github.com/herald-k8s/herald/internal/termsafe"
 )
 
 // What a finding carries from the object — its facts (a termination
@@ -27,9 +30,26 @@ const MaxFact = 1024
 // after it), so a secret across the cut is recognised whole.
 func cleanDetection(d *Detection, red *redact.Redactor) {
 	for k, v := range d.Facts {
-		d.Facts[k] = truncate(red.Redact(redact.Bound(v, 8*MaxFact)), MaxFact)
+		d.Facts[k] = truncate(stripControls(red.Redact(redact.Bound(v, 8*MaxFact))), MaxFact)
 	}
-	d.Detail = red.Redact(redact.Bound(d.Detail, 8*MaxText))
+	d.Detail = stripControls(red.Redact(redact.Bound(d.Detail, 8*MaxText)))
+}
+
+// stripControls removes what would act on a terminal or forge a line in a
+// chat client's rendering — C0 controls but new line and tab, DEL, C1,
+// the bidirectional overrides, the Unicode line separators — from text
+// the object wrote (an OSC 52 clipboard write in a termination message).
+func stripControls(s string) string {
+	unsafe := func(r rune) bool { return r != '\n' && termsafe.Unsafe(r) }
+	if !strings.ContainsFunc(s, unsafe) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unsafe(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // redactError gives err a redacted text, for herald's log: a CEL error

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/herald-k8s/herald/internal/termsafe"
 )
 
 // TestHostileObjects: objects a cluster can hold but nobody plans for —
@@ -191,6 +193,50 @@ sinks: [{name: s, stdout: {}}]
 		}
 		if f.Rule == "crash" && !strings.Contains(shown, "password=<redacted") {
 			t.Errorf("crash: the termination message did not reach the finding (the test shows nothing): %.300q", shown)
+		}
+	}
+}
+
+// TestFindingsCarryNoControls: a termination message and an Event-like
+// condition message with an OSC 52 clipboard write, a screen clear, a C1
+// CSI, a bidi override and a line separator: the finding's facts, detail,
+// title and text keep the words, not the controls (new lines and tabs
+// stay).
+func TestFindingsCarryNoControls(t *testing.T) {
+	msg := "boom\x1b]52;c;Y3VybCBldmlsfHNo\a\x1b[2J\u009b31m\u202egnp.exe\u2028next\tcol\nline two"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "evil", Namespace: "shop", UID: "u1"},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "app", RestartCount: 9,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: msg}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg}},
+		}}},
+	}
+	set := compile(t, `
+rules:
+  - {name: crash, kind: Pod, detector: crashloop, sinks: [s]}
+  - {name: said, kind: Pod, detector: crashloop, sinks: [s], message: {title: '{{ index .Facts "lastMessage" }}', text: '{{ .Facts }}'}}
+sinks: [{name: s, stdout: {}}]
+`)
+	found, errs := set.Evaluate("Pod", pod, now, nil)
+	if len(found) != 2 {
+		t.Fatalf("%d findings (errors %v), want 2", len(found), errs)
+	}
+	for _, f := range found {
+		all := map[string]string{"title": f.Title, "text": f.Text}
+		for k, v := range f.Facts {
+			all["fact "+k] = v
+		}
+		for where, v := range all {
+			for _, r := range v {
+				if r != '\n' && termsafe.Unsafe(r) {
+					t.Errorf("%s: %s holds %U: %q", f.Rule, where, r, v)
+					break
+				}
+			}
+		}
+		if !strings.Contains(f.Facts["lastMessage"], "gnp.exenext\tcol\nline two") {
+			t.Errorf("%s: the message lost its words: %q", f.Rule, f.Facts["lastMessage"])
 		}
 	}
 }

@@ -105,7 +105,7 @@ const MaxRunbookURL = 500
 // size (a cut could leave part of a secret no pattern knows).
 func (m *message) render(f Finding, d Detection, in *input, red *redact.Redactor) (title, text, runbook string, err error) {
 	title, text = defaultMessage(f, d)
-	title, text = red.Redact(title), red.Redact(text)
+	title, text = stripControls(red.Redact(title)), stripControls(red.Redact(text))
 	if m.title == nil && m.text == nil && m.runbook == nil {
 		return title, text, "", nil
 	}
@@ -133,7 +133,7 @@ func (m *message) render(f Finding, d Detection, in *input, red *redact.Redactor
 		if w.cut {
 			out = redact.DropCutWord(out) // no fragment of a secret
 		}
-		return truncate(red.Redact(out), limit)
+		return truncate(stripControls(red.Redact(out)), limit)
 	}
 	return exec(m.title, title, MaxTitle), exec(m.text, text, MaxText), exec(m.runbook, "", MaxRunbookURL), err
 }

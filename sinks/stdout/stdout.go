@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/termsafe"
 	"github.com/herald-k8s/herald/sinks"
 )
 
@@ -136,39 +137,5 @@ func withDetail(inc incident.Incident) string {
 // oneLine keeps text from the cluster on its line and out of the
 // terminal: a new line in a title or log line must not forge a
 // notification line for whoever reads or parses the output, nor an escape
-// sequence recolour or rewrite it. Control characters (C0, DEL, C1), the
-// Unicode line and paragraph separators and the bidirectional overrides
-// print as \n, \r or \xNN / \uNNNN; tabs stay.
-func oneLine(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case !unsafeRune(r):
-			b.WriteRune(r)
-		case r < 0x80:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	switch {
-	case r == '\t':
-		return false
-	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
-		return true
-	case r == 0x2028, r == 0x2029, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
-}
+// sequence recolour or rewrite it (termsafe.Line).
+func oneLine(s string) string { return termsafe.Line(s) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/oncalltest"
+	"github.com/herald-k8s/herald/internal/termsafe"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -49,7 +50,7 @@ func TestHostileTextGolden(t *testing.T) {
 	if lines := strings.Count(got, "\n"); lines != 9+2+2 {
 		t.Errorf("%d lines, want 13:\n%s", lines, got)
 	}
-	if strings.ContainsFunc(got, func(r rune) bool { return r != '\n' && r != '\t' && unsafeRune(r) }) {
+	if strings.ContainsFunc(got, func(r rune) bool { return r != '\n' && r != '\t' && termsafe.Unsafe(r) }) {
 		t.Errorf("a control character reached the output:\n%q", got)
 	}
 	path := "testdata/hostile.golden.txt"
@@ -112,7 +113,7 @@ func TestChanged(t *testing.T) {
 		t.Fatalf("%d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	for _, l := range lines[1:] {
-		if strings.ContainsFunc(l, unsafeRune) || !strings.Contains(l, `\u2028`) {
+		if strings.ContainsFunc(l, termsafe.Unsafe) || !strings.Contains(l, `\u2028`) {
 			t.Errorf("a control character or line separator left in %q", l)
 		}
 	}
