@@ -108,12 +108,22 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 			d.logger.Warn("notification not sent: this replica's hold on the leader lease has ended; the next leader sends it", "sink", name, "id", id, "error", err)
 			return
 		}
+		// The ledger's gate: no more deliveries the next leader would
+		// repeat than the ledger lets go unrecorded (incident.LedgerLag).
+		sent, err := d.ledgerLag.Acquire(ctx, len(ns))
+		if err != nil {
+			return
+		}
 		start := time.Now()
-		var err error
 		if len(ns) == 1 {
 			err = l.Sink.Send(ctx, ns[0])
 		} else {
 			err = l.Sink.(BatchSender).SendBatch(ctx, ns)
+		}
+		if err == nil && !batch[0].refresh {
+			sent(len(ns))
+		} else {
+			sent(0)
 		}
 		d.metrics.SendSeconds.WithLabelValues(name).Observe(time.Since(start).Seconds())
 		if err == nil && batch[0].refresh {

@@ -67,6 +67,8 @@ type Dispatcher struct {
 	close   sync.Once
 	// delivered is told of every notification a sink accepted.
 	delivered func(n incident.Notification, sink string)
+	// ledgerLag gates sends on the ledger keeping up (nil: no gate).
+	ledgerLag *incident.LedgerLag
 
 	mu      sync.RWMutex // guards lanes, retired, running and runCtx
 	running *sync.WaitGroup
@@ -190,6 +192,10 @@ func (d *Dispatcher) Replace(lanes []LaneOptions) {
 // OnDelivered sets the function told of every notification a sink
 // accepted (the incident ledger's bookkeeping). Call before Run.
 func (d *Dispatcher) OnDelivered(f func(n incident.Notification, sink string)) { d.delivered = f }
+
+// GateOn makes every send wait for the ledger to keep up (call before
+// Run): see incident.LedgerLag.
+func (d *Dispatcher) GateOn(l *incident.LedgerLag) { d.ledgerLag = l }
 
 // Dispatch queues n for each sink its incident names. When a queue is
 // full, the oldest updated or repeat notification waiting in it makes

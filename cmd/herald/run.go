@@ -52,12 +52,17 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	kubeVerbosity := fs.Int("kube-log-verbosity", 0, "verbosity of the Kubernetes client's own log (with --log-level debug); 4 shows every list and watch the informers make and why; at most 5 (kubelog.go)")
 	forceKubeVerbosity := fs.Bool("force-kube-log-verbosity", false, "allow --kube-log-verbosity above 5, where the client logs request headers and bodies (Secrets included)")
 	apiCompression := fs.Bool("api-compression", false, "let the API server gzip its large answers (lists, ledger writes); worth it only over a slow link to it, as in-cluster it costs both sides CPU for nothing")
+	lagFlags := registerLedgerLag(fs)
 	reloadInterval := fs.Duration("config-reload-interval", 10*time.Second, "how often the config file is checked for changes (rules apply without restart); 0 disables")
 	if code, ok := parseNoArgs(fs, "herald run -f FILE [--kubeconfig FILE] [--context NAME] [--namespace NS] [flags]", args, out, errOut); !ok {
 		return code
 	}
 	kubeLogWarning, err := checkKubeLogVerbosity(*kubeVerbosity, *forceKubeVerbosity)
 	if err != nil {
+		fmt.Fprintln(errOut, "herald run:", err)
+		return 2
+	}
+	if err := lagFlags.check(); err != nil {
 		fmt.Fprintln(errOut, "herald run:", err)
 		return 2
 	}
@@ -213,7 +218,13 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_cache_synced", Help: "1 once every informer has listed."}, func() float64 { return map[bool]float64{true: 1}[w.Synced()] }),
 	)
 	saved := incident.NewSaved()
-	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Conflicts: ledgerConflicts.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }, Saved: saved}
+	lag, err := lagFlags.build(logger, reg)
+	if err != nil {
+		logger.Error("herald run", "error", err)
+		return 2
+	}
+	dispatcher.GateOn(lag)
+	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Conflicts: ledgerConflicts.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }, Saved: saved, Lag: lag}
 	// Slack's buttons: the leader holds the Socket Mode connection.
 	interactive := newInteractive(cfg, interactiveParts{tracker: tracker, notify: notify, moreLogs: moreLogs, saved: saved,
 		dynamic: clients.Dynamic, typed: typed, logger: logger, reg: reg})

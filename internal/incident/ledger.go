@@ -67,6 +67,7 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 		if t.Version() == saved {
 			return nil // nothing changed: not even a copy of the ledger is made
 		}
+		mark := m.lag().Mark() // what was delivered so far is in this save
 		n, version, err := save(ctx, t, store)
 		if err != nil {
 			if errors.Is(err, ErrConflict) {
@@ -81,6 +82,7 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 			return nil
 		}
 		m.wrote(n)
+		m.lag().Recorded(mark)
 		saved = version
 		if m != nil {
 			m.Saved.set(version)
@@ -132,6 +134,15 @@ type LedgerMetrics struct {
 	Incidents func(n int)
 	// Saved, if set, is told each version the ledger holds.
 	Saved *Saved
+	// Lag, if set, is told which deliveries each save recorded.
+	Lag *LedgerLag
+}
+
+func (m *LedgerMetrics) lag() *LedgerLag {
+	if m == nil {
+		return nil
+	}
+	return m.Lag
 }
 
 func (m *LedgerMetrics) wrote(n int) {
