@@ -56,3 +56,20 @@ const (
 	moreLogsEvery    = 2 * time.Minute
 	maxTracked       = 10000
 )
+
+// mayAnswerRefusal says whether user may be told of a refused press now:
+// once a minute at most, so that pressing what one may not press costs
+// herald one ephemeral message and one log line a minute.
+func (r *Receiver) mayAnswerRefusal(user string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if at, ok := r.refusals[user]; ok && now.Sub(at) < time.Minute {
+		return false
+	}
+	if len(r.refusals) > maxTracked {
+		clear(r.refusals)
+	}
+	r.refusals[user] = now
+	return true
+}

@@ -94,6 +94,11 @@ type Receiver struct {
 	// when each incident's logs were last posted (limited).
 	presses  map[string][]time.Time
 	moreLogs map[string]time.Time
+	// refusals: when each person was last told a press was refused (at
+	// most one such answer a minute); queues: each person's presses
+	// waiting for their worker (pressQueue).
+	refusals map[string]time.Time
+	queues   map[string]chan queuedPress
 }
 
 // notOurs says why a press is not one to act on here ("" when it is):
@@ -137,7 +142,7 @@ func New(opts Options) *Receiver {
 		apiOpts = append(apiOpts, slack.OptionAPIURL(strings.TrimSuffix(opts.APIURL, "/")+"/"))
 	}
 	return &Receiver{opts: opts, api: slack.New(opts.BotToken, apiOpts...), handled: map[string]time.Time{}, groups: map[string]groupMembers{},
-		presses: map[string][]time.Time{}, moreLogs: map[string]time.Time{}}
+		presses: map[string][]time.Time{}, moreLogs: map[string]time.Time{}, refusals: map[string]time.Time{}, queues: map[string]chan queuedPress{}}
 }
 
 // Run holds the Socket Mode connection and handles presses until ctx
@@ -174,13 +179,16 @@ func (r *Receiver) Run(ctx context.Context) {
 				if !ok || evt.Request == nil {
 					continue
 				}
-				r.handle(ctx, cb)
-				// Acknowledged after the action: a leader that dies
-				// before this leaves the press to Slack's redelivery,
-				// which the next leader handles (idempotent by key).
-				if err := client.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil {
-					r.opts.Logger.Warn("acknowledging a Slack press", "error", err)
-				}
+				// Each person's presses in order, people side by side:
+				// one slow answer holds no one else's (pressQueue).
+				r.enqueue(ctx, &wg, cb, func() {
+					// Acknowledged after the action: a leader that dies
+					// before this leaves the press to Slack's redelivery,
+					// which the next leader handles (idempotent by key).
+					if err := client.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil {
+						r.opts.Logger.Warn("acknowledging a Slack press", "error", err)
+					}
+				})
 			}
 		}
 	}
@@ -220,6 +228,12 @@ func (r *Receiver) press(ctx context.Context, cb slack.InteractionCallback, p ac
 	log := r.opts.Logger.With("sink", r.opts.Sink, "action", string(p.Kind), "incident", p.IncidentID, "user", p.Actor.By())
 	refuse := func(result, why string) {
 		r.count(string(p.Kind), result)
+		if !r.mayAnswerRefusal(p.Actor.ID) {
+			// Told less than a minute ago: a stream of refused presses
+			// costs no more posts, and no more log lines than this.
+			log.Debug("Slack press refused (answered lately)", "why", why)
+			return
+		}
 		log.Warn("Slack press refused", "why", why)
 		r.ephemeral(ctx, channel, p.Actor.ID, why)
 	}
