@@ -115,7 +115,10 @@ sinks:
 		t.Errorf("a delivery past the limit while paused: %s", p.ID)
 	default:
 	}
-	if !strings.Contains(a.logs.String(), "sending paused") || !strings.Contains(a.logs.String(), "writing the incident ledger failed") {
+	if err := waitFor(10*time.Second, func() bool {
+		return strings.Contains(a.logs.String(), "sending paused") && strings.Contains(a.logs.String(), "writing the incident ledger failed") &&
+			strings.Contains(a.logs.String(), "ledger writes are refused by the test's policy")
+	}); err != nil {
 		t.Errorf("the pause is not logged with its cause:\n%s", grepLines(a.logs.String(), "ledger"))
 	}
 
