@@ -115,6 +115,27 @@ func TestEgressPolicy(t *testing.T) {
 	}
 }
 
+// TestMetricsIngressFrom: networkPolicy.metricsFrom says who may scrape
+// the metrics port (the examples: Prometheus' namespace only); without
+// it, the port is open to any peer, and nothing else is.
+func TestMetricsIngressFrom(t *testing.T) {
+	np := networkPolicies(t, "-f", "../../examples/chart/values.yaml")[0]
+	if len(np.Spec.Ingress) != 1 {
+		t.Fatalf("ingress rules %+v, want one", np.Spec.Ingress)
+	}
+	in := np.Spec.Ingress[0]
+	if len(in.From) != 1 || in.From[0].NamespaceSelector == nil || in.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+		t.Errorf("examples/chart/values.yaml: metrics ingress from %+v, want only the monitoring namespace", in.From)
+	}
+	if len(in.Ports) != 1 || in.Ports[0].Port.IntVal != 8080 {
+		t.Errorf("ingress ports %+v, want the metrics port only", in.Ports)
+	}
+	open := networkPolicies(t, "--set", "networkPolicy.enabled=true")[0]
+	if len(open.Spec.Ingress) != 1 || len(open.Spec.Ingress[0].From) != 0 {
+		t.Errorf("without metricsFrom: %+v, want the metrics port from any peer", open.Spec.Ingress)
+	}
+}
+
 // TestSecretsNeedExplicitAccess: a rule on Secrets, or an extra RBAC rule
 // that would grant them, fails the render unless allowSecretsAccess is
 // true; only then does the ClusterRole grant Secrets.
