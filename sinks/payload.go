@@ -23,7 +23,11 @@ type Payload struct {
 	Time       time.Time `json:"time"`
 	// Cluster is the configuration's clusterName (omitted when unset):
 	// receivers that hear from many clusters tell them apart by it.
-	Cluster   string            `json:"cluster,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	// Epoch names the leader's term that sent it ("transitions.ledger",
+	// docs/payload.md): a receiver may refuse a notification of an older
+	// epoch than one it has seen. Omitted without leader election.
+	Epoch     string            `json:"epoch,omitempty"`
 	Incident  PayloadIncident   `json:"incident"`
 	Object    PayloadObject     `json:"object"`
 	Container string            `json:"container,omitempty"`

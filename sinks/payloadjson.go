@@ -31,6 +31,7 @@ func (p *Payload) AppendJSON(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	b = appendOptional(b, `,"cluster":`, p.Cluster)
+	b = appendOptional(b, `,"epoch":`, p.Epoch)
 	b = append(b, `,"incident":{"id":`...)
 	in := &p.Incident
 	b = appendString(b, in.ID)

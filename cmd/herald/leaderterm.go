@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/handlers"
+	fencing "github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
 )
@@ -72,7 +73,13 @@ func runLeader(ctx, fenced context.Context, fence context.CancelCauseFunc, p lea
 	work, stopWork := context.WithCancelCause(ctx)
 	defer stopWork(nil)
 	defer context.AfterFunc(fenced, func() { stopWork(context.Cause(fenced)) })()
-	sinkCtx, stopSinks := context.WithCancel(fenced)
+	// What leaves names this term: the Lease's transitions (from the
+	// election) and the ledger's epoch (from the claim just made).
+	epoch := fencing.EpochOf(ctx)
+	if s, ok := p.store.(interface{ Epoch() uint64 }); ok {
+		epoch.Ledger = s.Epoch()
+	}
+	sinkCtx, stopSinks := context.WithCancel(fencing.WithEpoch(fenced, epoch))
 	defer stopSinks()
 	ledgerCtx, stopLedger := context.WithCancel(fenced)
 	var wg, ledgerDone sync.WaitGroup

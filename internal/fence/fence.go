@@ -132,3 +132,37 @@ func (c *cancelOnClose) Close() error {
 	c.cancel()
 	return err
 }
+
+// Epoch names a leader's term in what it sends: the Lease's
+// leaseTransitions when this replica took it, and the ledger's epoch its
+// claim opened, as "transitions.ledger" (either 0 when unknown). Of two
+// notifications, the one of the greater epoch — compared number by
+// number — was sent by the later leader, so a receiver may refuse an
+// older one that arrives late.
+type Epoch struct {
+	LeaseTransitions int32
+	Ledger           uint64
+}
+
+func (e Epoch) String() string { return fmt.Sprintf("%d.%d", e.LeaseTransitions, e.Ledger) }
+
+type epochKey struct{}
+
+// WithEpoch returns ctx carrying e.
+func WithEpoch(ctx context.Context, e Epoch) context.Context {
+	return context.WithValue(ctx, epochKey{}, e)
+}
+
+// EpochFrom returns the Epoch ctx carries, "" when none (no election).
+func EpochFrom(ctx context.Context) string {
+	if e, ok := ctx.Value(epochKey{}).(Epoch); ok {
+		return e.String()
+	}
+	return ""
+}
+
+// EpochOf returns the Epoch ctx carries (the zero Epoch when none).
+func EpochOf(ctx context.Context) Epoch {
+	e, _ := ctx.Value(epochKey{}).(Epoch)
+	return e
+}

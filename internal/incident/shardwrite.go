@@ -266,3 +266,6 @@ func (s *ConfigMapStore) markShard(ctx context.Context, cm *corev1.ConfigMap) (*
 }
 
 func (s *ConfigMapStore) claimName() string { return s.name + "-claim" }
+
+// Epoch is the ledger epoch this store's claim opened (0 before Claim).
+func (s *ConfigMapStore) Epoch() uint64 { return s.epoch }

@@ -152,6 +152,17 @@ func (e *elector) validUntil() time.Time {
 	return e.observedAt.Add(e.o.RenewDeadline)
 }
 
+// transitions is the Lease's leaseTransitions as this replica last saw
+// it: while it leads, the count as of its taking the Lease.
+func (e *elector) transitions() int32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lease == nil || e.lease.Spec.LeaseTransitions == nil {
+		return 0
+	}
+	return *e.lease.Spec.LeaseTransitions
+}
+
 // holdUntil is when this replica's hold on the Lease ends by its own
 // clock (validUntil), or the zero time when it does not lead: the fence
 // every sink and ledger request is checked against.

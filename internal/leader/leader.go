@@ -121,6 +121,7 @@ func Run(ctx context.Context, o Options, lead func(ctx context.Context)) error {
 	// The fence at the edge: every sink and ledger request made under the
 	// work's context is checked against the hold just before it is sent.
 	workCtx = fence.With(workCtx, fence.New(e.holdUntil, e.now))
+	workCtx = fence.WithEpoch(workCtx, fence.Epoch{LeaseTransitions: e.transitions()})
 	renewCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRenewing()
 	lost := make(chan struct{}) // closed, before the work is told, once the lease is lost

@@ -115,6 +115,7 @@ func (s *Sink) Close() { s.nc.Close() }
 // be restarting, or the stream electing a leader.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	payload := sinks.NewPayloadIn(n, s.opts.ClusterName)
+	payload.Epoch = fence.EpochFrom(ctx)
 	data, err := payload.AppendJSON(make([]byte, 0, 1024))
 	if err != nil {
 		return fmt.Errorf("nats %s: encoding payload: %w", s.opts.Name, err)
@@ -122,6 +123,9 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	msg := nats.NewMsg(Subject(s.opts.Subject, payload))
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, payload.ID)
+	if payload.Epoch != "" {
+		msg.Header.Set("Herald-Epoch", payload.Epoch)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	// The fence at the edge, as the HTTP sinks' transport does: checked

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/sinks"
 )
@@ -88,6 +89,7 @@ func (s *Sink) Name() string { return s.opts.Name }
 // (honouring Retry-After); any other status is final.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	payload := sinks.NewPayloadIn(n, s.opts.ClusterName)
+	payload.Epoch = fence.EpochFrom(ctx)
 	contentType := "application/json"
 	var body []byte
 	var err error
@@ -112,6 +114,9 @@ func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
 	header.Set("User-Agent", s.opts.UserAgent)
 	if s.opts.Replica != "" {
 		header.Set("Herald-Replica", s.opts.Replica)
+	}
+	if payload.Epoch != "" {
+		header.Set("Herald-Epoch", payload.Epoch)
 	}
 	// The idempotency key and signature, as Standard Webhooks name them.
 	ts := s.now().Unix()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/sinks"
@@ -45,7 +46,7 @@ func TestSendStatuses(t *testing.T) {
 			var got sinks.Payload
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Header.Get("X-Team") != "sre" || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("webhook-id") != "abc-1-1" ||
-					r.Header.Get("Herald-Replica") != "herald-0_ABCD1234" {
+					r.Header.Get("Herald-Replica") != "herald-0_ABCD1234" || r.Header.Get("Herald-Epoch") != "7.3" {
 					t.Errorf("headers: %v", r.Header)
 				}
 				json.NewDecoder(r.Body).Decode(&got)
@@ -60,11 +61,13 @@ func TestSendStatuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = s.Send(context.Background(), note())
+			// The leader's term: the Lease's 7th transition, the ledger's
+			// 3rd claim.
+			err = s.Send(fence.WithEpoch(context.Background(), fence.Epoch{LeaseTransitions: 7, Ledger: 3}), note())
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Send error = %v, wantErr %v", err, tt.wantErr)
 			}
-			if got.Version != sinks.PayloadVersion || got.ID != "abc-1-1" || got.Object.Name != "web" || got.Container != "app" {
+			if got.Version != sinks.PayloadVersion || got.ID != "abc-1-1" || got.Object.Name != "web" || got.Container != "app" || got.Epoch != "7.3" {
 				t.Errorf("payload received: %+v", got)
 			}
 			if err == nil {
