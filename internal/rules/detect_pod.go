@@ -233,6 +233,7 @@ func waitingDetector(reasons ...string) Detector {
 			if w == nil {
 				continue
 			}
+			since := waitingSince(pod, cs.init)
 			if startingOver(cs) {
 				// A restarted kubelet writes ContainerCreating for every
 				// container it has not started yet, for some seconds
@@ -261,11 +262,43 @@ func waitingDetector(reasons ...string) Detector {
 					}
 				}
 				maps.Copy(facts, more)
-				out = append(out, Detection{Reason: reasons[0], Container: cs.Name, Facts: facts, Detail: detail})
+				out = append(out, Detection{Reason: reasons[0], Container: cs.Name, Facts: facts, Detail: detail, Since: since})
 			}
 		}
 		return out, nil
 	}
+}
+
+// waitingSince is when, by the pod's own conditions, its containers (or
+// its init containers) have been kept from running: a container status
+// has no time of its own while it waits, and a for: timed from when this
+// herald first saw the wait would start again at every restart or
+// failover of herald. Regular containers: since ContainersReady last
+// turned false, but not before the init containers finished (a pull can
+// only fail after them). Init containers: since Initialized turned
+// false. Zero when the conditions do not say.
+func waitingSince(pod *corev1.Pod, init bool) time.Time {
+	var containersDown, initDone, initDown time.Time
+	for _, c := range pod.Status.Conditions {
+		switch {
+		case c.Type == corev1.ContainersReady && c.Status != corev1.ConditionTrue:
+			containersDown = c.LastTransitionTime.Time
+		case c.Type == corev1.PodInitialized && c.Status == corev1.ConditionTrue:
+			initDone = c.LastTransitionTime.Time
+		case c.Type == corev1.PodInitialized:
+			initDown = c.LastTransitionTime.Time
+		}
+	}
+	if init {
+		return initDown
+	}
+	if containersDown.IsZero() {
+		return time.Time{}
+	}
+	if initDone.After(containersDown) {
+		return initDone
+	}
+	return containersDown
 }
 
 var (
