@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,8 +82,11 @@ sinks:
 
 	// A failover: a standby beside the leader; the leader stops 8 s into
 	// the wait and the standby takes over.
-	b := startedHerald(t, env, config, timings...)
+	b := runHerald(t, env, config, timings...)
 	t.Cleanup(b.stop)
+	if err := waitFor(30*time.Second, func() bool { return strings.Contains(b.logs.String(), "following the leader") }); err != nil {
+		t.Fatalf("the standby never followed the leader:\n%s", b.logs)
+	}
 	began = pullFailing(t, client, "pull-failover")
 	sleepUntil(began.Add(8 * time.Second))
 	a2.stop()
