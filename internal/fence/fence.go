@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -73,8 +74,11 @@ func Check(ctx context.Context) error {
 	return nil
 }
 
-// Bound returns ctx with a deadline at the end of the hold, or ErrExpired
-// if it has ended; ctx without a Fence is returned as it is.
+// Bound returns ctx cancelled (with ErrExpired as its cause) when the hold
+// ends — the end as it is then: each renewal moves it later, and a
+// request that outlives one end the hold had when it started is not cut
+// while the replica still leads — or ErrExpired if it has ended already;
+// ctx without a Fence is returned as it is.
 func Bound(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	f := From(ctx)
 	if f == nil {
@@ -83,15 +87,39 @@ func Bound(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	if err := f.Check(); err != nil {
 		return ctx, func() {}, err
 	}
-	// The deadline runs on the real clock: f's may be a test's.
-	left := f.validUntil().Sub(f.now())
-	ctx, cancel := context.WithTimeoutCause(ctx, left, ErrExpired)
-	return ctx, cancel, nil
+	ctx, cancel := context.WithCancelCause(ctx)
+	var mu sync.Mutex
+	var timer *time.Timer
+	var watch func()
+	watch = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if err := f.Check(); err != nil {
+			cancel(ErrExpired)
+			return
+		}
+		// The timer runs on the real clock: f's may be a test's.
+		timer = time.AfterFunc(f.validUntil().Sub(f.now()), watch)
+	}
+	watch()
+	return ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
+		cancel(context.Canceled)
+	}, nil
 }
 
-// Transport fences each request whose context carries a Fence: checked
-// immediately before it is sent, and cut at the end of the hold. Other
-// requests (the informers' lists and watches) pass as they are.
+// Transport fences each request that could change something (any method
+// but GET and HEAD) whose context carries a Fence: checked immediately
+// before it is sent, and cut at the end of the hold. Reads pass as they
+// are — they notify no one and write nothing, and the informers' lists
+// and watches a leader starts must outlive any one renewal.
 func Transport(next http.RoundTripper) http.RoundTripper {
 	return roundTripper{next}
 }
@@ -99,6 +127,9 @@ func Transport(next http.RoundTripper) http.RoundTripper {
 type roundTripper struct{ next http.RoundTripper }
 
 func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet || req.Method == http.MethodHead {
+		return t.next.RoundTrip(req)
+	}
 	ctx, cancel, err := Bound(req.Context())
 	if err != nil {
 		if req.Body != nil {

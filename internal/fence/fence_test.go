@@ -81,3 +81,49 @@ func TestTransportCutsARequestAtTheEndOfTheHold(t *testing.T) {
 		t.Errorf("the hanging request was cut after %s, want at the end of the hold (0.3 s)", took.Round(time.Millisecond))
 	}
 }
+
+// TestTransportFollowsRenewals: a request slower than the hold had left
+// when it started is not cut while renewals keep moving the hold's end
+// (a leader over a slow receiver); reads are never fenced (the informers'
+// lists and watches a leader starts outlive any one renewal).
+func TestTransportFollowsRenewals(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: Transport(http.DefaultTransport.(*http.Transport).Clone())}
+	var until atomic.Int64
+	until.Store(time.Now().Add(200 * time.Millisecond).UnixNano())
+	renewing := make(chan struct{})
+	go func() { // a renewal every 50 ms, each holding 200 ms more
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-renewing:
+				return
+			case <-tick.C:
+				until.Store(time.Now().Add(200 * time.Millisecond).UnixNano())
+			}
+		}
+	}()
+	ctx := With(context.Background(), New(func() time.Time { return time.Unix(0, until.Load()) }, nil))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("alert"))
+	resp, err := client.Do(req)
+	close(renewing)
+	if err != nil {
+		t.Fatalf("a 0.6 s request under a hold renewed every 50 ms was cut: %v", err)
+	}
+	resp.Body.Close()
+
+	until.Store(time.Now().Add(-time.Second).UnixNano()) // the hold is over
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	if resp, err := client.Do(req); err != nil {
+		t.Errorf("a read after the hold was refused: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+}

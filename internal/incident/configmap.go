@@ -59,8 +59,10 @@ type ConfigMapStore struct {
 	// lease (and does not know it yet) cannot overwrite what the new
 	// leader wrote: its write fails with ErrConflict.
 	versions map[string]string
-	// unsureDeletes: shards whose delete had an unknown outcome (mine).
+	// unsureDeletes: shards whose delete had an unknown outcome (mine);
+	// recent: digests of each shard's latest writes (attempted).
 	unsureDeletes map[string]bool
+	recent        map[string][][sha256.Size]byte
 	// token names this store as the writer of the claim and of every
 	// shard it writes (shardwrite.go). The claim: claimed once Claim was
 	// called; claimVersion is its resourceVersion as last read or
@@ -80,7 +82,7 @@ type ConfigMapStore struct {
 
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
-	return &ConfigMapStore{client: client, namespace: namespace, name: name, token: rand.Text(), versions: map[string]string{}, unsureDeletes: map[string]bool{},
+	return &ConfigMapStore{client: client, namespace: namespace, name: name, token: rand.Text(), versions: map[string]string{}, unsureDeletes: map[string]bool{}, recent: map[string][][sha256.Size]byte{},
 		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{},
 		archive: newArchive()}
 }

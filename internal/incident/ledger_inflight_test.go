@@ -172,3 +172,33 @@ func ledgerEpochOrders(t *testing.T, direct *kube.Client) {
 		t.Errorf("loaded the copy with seq %d, want 2: the copy of the newest epoch", loaded[0].Seq)
 	}
 }
+
+// ledgerHandEditConflicts: an edit by hand (kubectl edit keeps the
+// writer annotation) is not taken for this replica's own late write: the
+// next save is a conflict, not a silent overwrite of the edit.
+func ledgerHandEditConflicts(t *testing.T, direct *kube.Client) {
+	ctx := context.Background()
+	store := NewConfigMapStore(direct, "default", "edited")
+	if err := store.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Load(ctx, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	incs := realisticIncidents(5)
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := direct.GetConfigMap(ctx, "default", "edited-1-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[dataKey] = "[]" // an operator empties the shard
+	if _, err := direct.UpdateConfigMap(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	incs[0].Seq, incs[0].rev = 2, 2
+	if err := store.Save(ctx, incs); !errors.Is(err, ErrConflict) {
+		t.Errorf("the save after an edit by hand: %v, want ErrConflict", err)
+	}
+}

@@ -7,8 +7,10 @@ package incident
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +75,7 @@ func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
 	if err := s.fence(ctx); err != nil {
 		return err
 	}
+	s.attempted(name, data)
 	for attempt := 0; ; attempt++ {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: map[string]string{
@@ -117,10 +120,35 @@ func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
 	}
 }
 
+// recentAttempts is how many of a shard's latest writes (or marks) this
+// store remembers: an answer lost, then another write refused, then
+// found applied is at most a few writes back.
+const recentAttempts = 4
+
+// attempted records that this store is writing data to name.
+func (s *ConfigMapStore) attempted(name, data string) {
+	sum := sha256.Sum256([]byte(data))
+	r := append(s.recent[name], sum)
+	if len(r) > recentAttempts {
+		r = r[len(r)-recentAttempts:]
+	}
+	s.recent[name] = r
+}
+
+// attemptedHere says whether data is one of this store's latest writes
+// of name.
+func (s *ConfigMapStore) attemptedHere(name, data string) bool {
+	sum := sha256.Sum256([]byte(data))
+	return slices.Contains(s.recent[name], sum)
+}
+
 // mine reads a shard after a write of it was refused and says whether
 // this replica may write it on the version read: it is if this store
-// wrote it last (an earlier write of this replica, whose outcome was
-// unknown, was applied), if it is not a ledger shard (a ConfigMap in the
+// wrote it last — the shard names this store as its writer and holds
+// what one of its latest writes sent (an earlier write of this replica,
+// whose outcome was unknown, was applied; an edit by hand keeps the
+// writer annotation but not the data, and is a conflict) — if it is not a
+// ledger shard (a ConfigMap in the
 // way — restored from a backup, its labels removed by hand: no replica
 // wrote it, and taking it for another's shard would make every leader
 // start over in turn), or if it is gone after this replica's own delete
@@ -138,7 +166,7 @@ func (s *ConfigMapStore) mine(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("reading ledger shard %s/%s after a write of it was refused: %w", s.namespace, name, err)
 	}
-	if cm.Labels[ledgerLabel] != ledgerValue || cm.Annotations[writerAnnotation] == s.token {
+	if cm.Labels[ledgerLabel] != ledgerValue || cm.Annotations[writerAnnotation] == s.token && s.attemptedHere(name, cm.Data[dataKey]) {
 		s.versions[name] = cm.ResourceVersion
 		return true, nil
 	}
@@ -245,6 +273,7 @@ func (s *ConfigMapStore) touchClaim(ctx context.Context) error {
 // refused. It returns the shard as marked (nil if it is gone).
 func (s *ConfigMapStore) markShard(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 	for attempt := 0; ; attempt++ {
+		s.attempted(cm.Name, cm.Data[dataKey]) // a mark of unknown outcome is this store's write too
 		marked, err := s.client.AnnotateConfigMap(ctx, s.namespace, cm.Name, cm.ResourceVersion, map[string]string{writerAnnotation: s.token})
 		if err == nil {
 			return marked, nil
