@@ -100,18 +100,20 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 				return
 			}
 		}
-		// The fence at the edge: a goroutine that wakes after the hold on
-		// the Lease ended (a paused process resuming) sends nothing, even
-		// before the timer that fences the leader has run.
-		if err := fence.Check(ctx); err != nil {
-			d.metrics.Fenced.WithLabelValues(name).Add(float64(len(ns)))
-			d.logger.Warn("notification not sent: this replica's hold on the leader lease has ended; the next leader sends it", "sink", name, "id", id, "error", err)
-			return
-		}
 		// The ledger's gate: no more deliveries the next leader would
 		// repeat than the ledger lets go unrecorded (incident.LedgerLag).
 		sent, err := d.ledgerLag.Acquire(ctx, len(ns))
 		if err != nil {
+			return
+		}
+		// The fence at the edge, after any wait: a goroutine that wakes
+		// after the hold on the Lease ended (a paused process resuming)
+		// sends nothing, even before the timer that fences the leader
+		// has run.
+		if err := fence.Check(ctx); err != nil {
+			sent(0)
+			d.metrics.Fenced.WithLabelValues(name).Add(float64(len(ns)))
+			d.logger.Warn("notification not sent: this replica's hold on the leader lease has ended; the next leader sends it", "sink", name, "id", id, "error", err)
 			return
 		}
 		start := time.Now()

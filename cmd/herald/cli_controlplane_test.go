@@ -132,6 +132,14 @@ func TestCLIOnControlPlane(t *testing.T) {
 				t.Errorf("herald incidents printed %q raw: %q", raw, out)
 			}
 		}
+		code, out, errOut = herald("incidents", "-o", "json", "--context", "testenv", "--namespace", "herald-two", "--ledger-name", "edited")
+		var open []openIncident
+		if err := json.Unmarshal([]byte(out), &open); code != 0 || err != nil || len(open) != 1 || open[0].Container != evil.Container {
+			t.Errorf("-o json of an edited ledger: exit %d, %v: %q %q", code, err, out, errOut)
+		}
+		if strings.ContainsAny(out, "\x1b\a\u202e") {
+			t.Errorf("-o json printed controls raw: %q", out)
+		}
 	})
 
 	t.Run("namespace found", func(t *testing.T) {

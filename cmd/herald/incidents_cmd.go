@@ -103,11 +103,12 @@ func (c cli) cmdIncidents(ctx context.Context, args []string) int {
 	}
 	open := openIncidents(incs)
 	if *output == "json" {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(open); err != nil {
+		b, err := json.MarshalIndent(open, "", "  ")
+		if err != nil {
 			return fail(err)
 		}
+		// Inert and still valid JSON (the Writer's escapes would not be).
+		c.stdout.(termsafe.Writer).W.Write(append(termsafe.JSON(b), '\n'))
 		return 0
 	}
 	if len(open) == 0 {
@@ -183,8 +184,10 @@ func printIncidents(w io.Writer, open []openIncident, now time.Time) {
 		if a := o.Acknowledged; a != nil {
 			state = append(state, "acknowledged by "+cmp.Or(a.Name, a.By)+" "+age(a.At)+" ago")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Rule, o.Severity, o.Object, cmp.Or(o.Container, "-"), cmp.Or(o.Pods, "-"),
-			age(o.Since), last, cmp.Or(strings.Join(o.PendingSinks, ","), "-"), cmp.Or(strings.Join(state, ", "), "firing"))
+		// Each cell on its line: an edited ledger must not forge a row.
+		line := termsafe.Line
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", line(o.Rule), line(o.Severity), line(o.Object), line(cmp.Or(o.Container, "-")), line(cmp.Or(o.Pods, "-")),
+			age(o.Since), last, line(cmp.Or(strings.Join(o.PendingSinks, ","), "-")), line(cmp.Or(strings.Join(state, ", "), "firing")))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d open %s\n", len(open), map[bool]string{true: "incident", false: "incidents"}[len(open) == 1])

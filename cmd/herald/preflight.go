@@ -42,12 +42,12 @@ func preflight(ctx context.Context, client *kube.Client, kinds []string, namespa
 	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	if leaderElect {
-		for _, verb := range []string{"get", "create", "update"} {
+		for _, verb := range []string{"get", "create", "update", "patch"} { // patch: renewals
 			needs = append(needs, access{verb: verb, gvr: leases, namespace: namespace})
 		}
 	}
 	if persist {
-		for _, verb := range []string{"get", "list", "create", "update", "delete"} { // get: the ledger's claim
+		for _, verb := range []string{"get", "list", "create", "update", "patch", "delete"} { // get: the ledger's claim; patch: a new leader marks the shards
 			needs = append(needs, access{verb: verb, gvr: configMaps, namespace: namespace})
 		}
 	}

@@ -55,7 +55,8 @@ sinks:
 		t.Fatalf("herald kept running without its permissions:\n%s", h.logs)
 	}
 	logs := h.logs.String()
-	for _, want := range []string{"list nodes in all namespaces", "watch nodes in all namespaces", "create configmaps in namespace default", "delete configmaps in namespace default"} {
+	for _, want := range []string{"list nodes in all namespaces", "watch nodes in all namespaces", "create configmaps in namespace default", "delete configmaps in namespace default",
+		"patch leases in namespace default", "patch configmaps in namespace default"} { // patch: renewals, shard marks
 		if !strings.Contains(logs, want) {
 			t.Errorf("the error does not name %q:\n%s", want, logs)
 		}

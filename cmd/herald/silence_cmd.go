@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/silence"
+	"github.com/herald-k8s/herald/internal/termsafe"
 )
 
 // silenceUsage is herald silence's own usage; each subcommand has its
@@ -252,7 +253,7 @@ func (c cli) silenceCreate(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "%s created: mutes until %s (in %s)\n", what, end.UTC().Format(time.RFC3339), time.Until(end).Round(time.Second))
 	if byID.id != "" {
-		fmt.Fprintf(c.stdout, "it matches incident %s: %s\n", byID.id, m.String())
+		fmt.Fprintf(c.stdout, "it matches incident %s: %s\n", termsafe.Line(byID.id), termsafe.Line(m.String())) // from the ledger
 	}
 	return 0
 }

@@ -124,8 +124,12 @@ func TestMetricsIngressFrom(t *testing.T) {
 		t.Fatalf("ingress rules %+v, want one", np.Spec.Ingress)
 	}
 	in := np.Spec.Ingress[0]
-	if len(in.From) != 1 || in.From[0].NamespaceSelector == nil || in.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
-		t.Errorf("examples/chart/values.yaml: metrics ingress from %+v, want only the monitoring namespace", in.From)
+	if len(in.From) != 2 || in.From[0].NamespaceSelector == nil || in.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+		t.Errorf("examples/chart/values.yaml: metrics ingress from %+v, want the monitoring namespace and helm test's pod", in.From)
+	}
+	// helm test's pod asks /readyz: it must stay allowed.
+	if test := in.From[len(in.From)-1]; test.PodSelector == nil || test.NamespaceSelector != nil || test.PodSelector.MatchLabels["app.kubernetes.io/name"] != "herald-test" {
+		t.Errorf("helm test's pod is not among who may reach the metrics port: %+v", in.From)
 	}
 	if len(in.Ports) != 1 || in.Ports[0].Port.IntVal != 8080 {
 		t.Errorf("ingress ports %+v, want the metrics port only", in.Ports)

@@ -30,9 +30,11 @@ const MaxFact = 1024
 // after it), so a secret across the cut is recognised whole.
 func cleanDetection(d *Detection, red *redact.Redactor) {
 	for k, v := range d.Facts {
-		d.Facts[k] = truncate(stripControls(red.Redact(redact.Bound(v, 8*MaxFact))), MaxFact)
+		d.Facts[k] = truncate(red.Redact(stripControls(redact.Bound(v, 8*MaxFact))), MaxFact)
 	}
-	d.Detail = stripControls(red.Redact(redact.Bound(d.Detail, 8*MaxText)))
+	// Controls go first: a key word split by one (pass\x00word=…) would
+	// read whole only after the redactor had passed.
+	d.Detail = red.Redact(stripControls(redact.Bound(d.Detail, 8*MaxText)))
 }
 
 // stripControls removes what would act on a terminal or forge a line in a

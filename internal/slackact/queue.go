@@ -27,7 +27,8 @@ const (
 )
 
 // enqueue hands cb to its person's worker, starting one if none runs. A
-// press over the bounds is acknowledged and dropped, counted as limited.
+// press over the bounds is counted as limited and not acknowledged:
+// Slack delivers it again a few seconds later (three times at most).
 func (r *Receiver) enqueue(ctx context.Context, wg *sync.WaitGroup, cb slack.InteractionCallback, ack func()) {
 	user := cb.User.ID
 	r.mu.Lock()
@@ -35,7 +36,6 @@ func (r *Receiver) enqueue(ctx context.Context, wg *sync.WaitGroup, cb slack.Int
 	if !running && len(r.queues) >= maxPeopleAtOnce {
 		r.mu.Unlock()
 		r.count("any", "limited")
-		ack()
 		return
 	}
 	if !running {
@@ -49,7 +49,6 @@ func (r *Receiver) enqueue(ctx context.Context, wg *sync.WaitGroup, cb slack.Int
 	default:
 		r.mu.Unlock()
 		r.count("any", "limited")
-		ack()
 	}
 }
 

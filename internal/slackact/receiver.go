@@ -22,6 +22,7 @@ import (
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/actions"
+	"github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/sinks"
 	slacksink "github.com/herald-k8s/herald/sinks/slack"
 )
@@ -137,7 +138,7 @@ func New(opts Options) *Receiver {
 	}
 	// Its own client with a timeout: slack-go's default has none, and a
 	// hung answer would hold every press behind it.
-	apiOpts := []slack.Option{slack.OptionAppLevelToken(opts.AppToken), slack.OptionHTTPClient(&http.Client{Timeout: pressTimeout})}
+	apiOpts := []slack.Option{slack.OptionAppLevelToken(opts.AppToken), slack.OptionHTTPClient(&http.Client{Timeout: pressTimeout, Transport: fence.Transport(http.DefaultTransport.(*http.Transport).Clone())})}
 	if opts.APIURL != "" {
 		apiOpts = append(apiOpts, slack.OptionAPIURL(strings.TrimSuffix(opts.APIURL, "/")+"/"))
 	}

@@ -57,6 +57,27 @@ func Unsafe(r rune) bool {
 	return false
 }
 
+// JSON makes encoding/json's output inert: it escapes C0 controls but
+// leaves DEL, C1, the bidi overrides and the line separators raw inside
+// strings; this writes each as a \uXXXX escape, which keeps the JSON valid
+// and the same (they only occur inside strings).
+func JSON(b []byte) []byte {
+	s := string(b)
+	unsafe := func(r rune) bool { return Unsafe(r) && r != '\n' && r != '\t' && r >= 0x20 }
+	if !strings.ContainsFunc(s, unsafe) {
+		return b
+	}
+	var out strings.Builder
+	for _, r := range s {
+		if unsafe(r) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return []byte(out.String())
+}
+
 // Writer escapes what is written through it as Text does: for a
 // command's whole output, so that nothing printed from the cluster
 // reaches the terminal raw, whichever line prints it.

@@ -2,6 +2,7 @@ package termsafe
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -33,5 +34,26 @@ func TestNothingActsOnTheTerminal(t *testing.T) {
 	fmt.Fprintf(Writer{W: &out}, "  event: Warning Failed ×1: %s\n", "\x1b[2Jcleared")
 	if got := out.String(); got != "  event: Warning Failed ×1: \\x1b[2Jcleared\n" {
 		t.Errorf("through the Writer: %q", got)
+	}
+}
+
+// TestJSONStaysValidAndInert: what encoding/json leaves raw inside
+// strings (DEL, C1, bidi overrides, line separators) comes out escaped,
+// and the document decodes to the same values.
+func TestJSONStaysValidAndInert(t *testing.T) {
+	in := map[string]string{"object": "Pod/shop/api\x7f\u009b31m\u202egnp.exe\u2028x", "plain": "tab\there\nnew line"}
+	b, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := JSON(b)
+	for _, r := range string(out) {
+		if Unsafe(r) && r != '\n' {
+			t.Errorf("%U left raw in %s", r, out)
+		}
+	}
+	var back map[string]string
+	if err := json.Unmarshal(out, &back); err != nil || back["object"] != in["object"] || back["plain"] != in["plain"] {
+		t.Errorf("decoded %q (%v), want %q", back, err, in)
 	}
 }
