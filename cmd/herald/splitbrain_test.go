@@ -67,10 +67,11 @@ const maxLatency = 3 * time.Second
 // Lease (the Lease's acquireTime), so before the successor's first too;
 // nothing is lost; a notification is repeated only with its first
 // idempotency key, by another replica, only if its first delivery fell
-// after its sender's last ledger write (one batch), and at most 50 per
-// deposed leader (the ledger gate); every ledger write the deposed leader
+// after its sender's last ledger write (one batch), and each deposed
+// leader left at most 50 unrecorded deliveries to send again (the ledger
+// gate); every ledger write the deposed leader
 // made after its successor claimed the ledger was refused by the API
-// server, and there were such writes.
+// server.
 func TestNoSplitBrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three processes through fault proxies under a crash storm, a dozen handovers")
@@ -339,17 +340,24 @@ func checkRepeats(t *testing.T, got []replicaArrival, writes []ledgerWrite, chan
 			lastOK[w.replica] = w.at
 		}
 	}
-	first := map[string]replicaArrival{}
-	repeats, bySender := 0, map[string]int{}
+	first, previous := map[string]replicaArrival{}, map[string]string{}
+	repeats, bySender, leftBy := 0, map[string]int{}, map[string]int{}
 	for _, a := range got {
 		k := deliveryKey(a.p)
 		f, seen := first[k]
+		prev := previous[k]
+		previous[k] = a.replica
 		if !seen {
 			first[k] = a
 			continue
 		}
 		repeats++
 		bySender[f.replica]++
+		// What a deposed leader left unrecorded is what the next one
+		// sends again: counted against the replica whose delivery this
+		// repeats (a repeat's own repeat, after a second handover, counts
+		// against the one that repeated it).
+		leftBy[prev]++
 		if f.replica == a.replica {
 			t.Errorf("%s delivered twice by %s", k, a.replica)
 		}
@@ -362,8 +370,10 @@ func checkRepeats(t *testing.T, got []replicaArrival, writes []ledgerWrite, chan
 	// The ledger gate (--ledger-lag-max-deliveries, 50 by default) bounds
 	// what each deposed leader leaves for its successor to repeat.
 	for i, c := range changes {
-		if n := bySender[c.from]; n > 50 {
-			t.Errorf("handover %d (%s): %d notifications of %s repeated, want at most 50 (the ledger gate)", i+1, c.how, n, c.from)
+		if n := leftBy[c.from]; n > 50 {
+			t.Errorf("handover %d (%s): %s left %d deliveries unrecorded that were sent again, want at most 50 (the ledger gate)", i+1, c.how, c.from, n)
+		} else {
+			t.Logf("handover %d (%s): %s left %d deliveries unrecorded that were sent again (at most 50)", i+1, c.how, c.from, n)
 		}
 	}
 }
@@ -398,10 +408,12 @@ func checkDeposedWritesRefused(t *testing.T, changes []leaderChange, writes []le
 			}
 		}
 	}
+	// Usually none: the fence at the edge keeps a deposed leader's ledger
+	// writes from leaving at all; those it let go before the end of the
+	// hold may still arrive late, behind a slow proxy, and must be
+	// refused. (TestConfigMapLedger/DeposedPastItsClaim holds the
+	// refusal itself, deterministically.)
 	t.Logf("ledger writes of deposed leaders after their successor's claim: %d, all refused", refused)
-	if refused == 0 {
-		t.Error("no deposed leader tried to write the ledger after its successor's claim: the test shows nothing of the ledger's fence")
-	}
 }
 
 // ledgerWrite is one write of a ConfigMap in the API server's audit log.
