@@ -56,7 +56,7 @@ sinks:
 	}
 	logs := h.logs.String()
 	for _, want := range []string{"list nodes in all namespaces", "watch nodes in all namespaces", "create configmaps in namespace default", "delete configmaps in namespace default",
-		"patch leases in namespace default", "patch configmaps in namespace default"} { // patch: renewals, shard marks
+		"patch leases.coordination.k8s.io in namespace default", "patch configmaps in namespace default"} { // patch: renewals, shard marks
 		if !strings.Contains(logs, want) {
 			t.Errorf("the error does not name %q:\n%s", want, logs)
 		}
