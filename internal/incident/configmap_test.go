@@ -54,6 +54,7 @@ func TestConfigMapLedger(t *testing.T) {
 	t.Run("DeposedPastItsClaim", func(t *testing.T) { ledgerDeposedPastItsClaim(t, env.Config, typed) })
 	t.Run("EpochOrders", func(t *testing.T) { ledgerEpochOrders(t, typed) })
 	t.Run("HandEditConflicts", func(t *testing.T) { ledgerHandEditConflicts(t, typed) })
+	t.Run("FinalWriteFenced", func(t *testing.T) { ledgerFinalWriteFenced(t, env.Config, typed) })
 }
 
 // ledgerAdopt: a ConfigMap named like a shard but not labelled as one (a

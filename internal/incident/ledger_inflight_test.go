@@ -3,14 +3,19 @@ package incident
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	"github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/kube"
 )
 
@@ -200,5 +205,50 @@ func ledgerHandEditConflicts(t *testing.T, direct *kube.Client) {
 	incs[0].Seq, incs[0].rev = 2, 2
 	if err := store.Save(ctx, incs); !errors.Is(err, ErrConflict) {
 		t.Errorf("the save after an edit by hand: %v, want ErrConflict", err)
+	}
+}
+
+// ledgerFinalWriteFenced: the last ledger write of a graceful stop runs
+// after the leader's context ended, but still under its fence: when the
+// hold on the Lease ended before it (the stop came late, or the fence's
+// timer had not run yet), it does not leave.
+func ledgerFinalWriteFenced(t *testing.T, cfg *rest.Config, direct *kube.Client) {
+	fenced := rest.CopyConfig(cfg)
+	fenced.Wrap(fence.Transport)
+	client, err := kube.New(fenced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewConfigMapStore(client, "default", "final")
+	if err := store.Claim(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Load(context.Background(), func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	var until atomic.Int64
+	until.Store(time.Now().Add(time.Hour).UnixNano())
+	ctx, stop := context.WithCancelCause(fence.With(context.Background(), fence.New(func() time.Time { return time.Unix(0, until.Load()) }, nil)))
+	tr := NewTracker(Options{})
+	changed(tr, 1)
+	done := make(chan error, 1)
+	go func() { done <- Persist(ctx, tr, store, slog.New(slog.DiscardHandler), nil) }()
+	loaded := func() int {
+		incs, _ := NewConfigMapStore(direct, "default", "final").Load(context.Background(), func(string, ...any) {})
+		return len(incs)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return loaded() == 1, nil
+	}); err != nil {
+		t.Fatal("the first write never landed")
+	}
+	changed(tr, 2)
+	until.Store(time.Now().Add(-time.Second).UnixNano()) // the hold ended
+	stop(nil)                                            // then a graceful stop
+	if err := <-done; err != nil {
+		t.Fatalf("Persist = %v", err)
+	}
+	if n := loaded(); n != 1 {
+		t.Errorf("the ledger holds %d incidents: the last write of the stop left after the hold on the Lease had ended", n)
 	}
 }
