@@ -16,17 +16,22 @@ import (
 const module = "github.com/herald-k8s/herald/"
 
 // allowed lists, for each package, the project packages it may import.
+// Beside the data flow's packages, three leaves (they import no project
+// package) carry what cuts across it: internal/redact (secrets out of
+// what the cluster wrote), internal/termsafe (terminal escapes out of
+// it) and internal/fence (a deposed leader's requests stopped where they
+// leave).
 var allowed = map[string][]string{
 	"config":                {},
 	"watcher":               {},
-	"internal/rules":        {"config", "internal/redact"},
+	"internal/rules":        {"config", "internal/redact", "internal/termsafe"},
 	"internal/kube":         {},
 	"internal/incident":     {"internal/rules", "internal/kube"}, // the ledger's ConfigMaps
-	"sinks":                 {"internal/incident"},
-	"sinks/webhook":         {"sinks", "internal/incident"},
-	"sinks/stdout":          {"sinks", "internal/incident"},
-	"sinks/slack":           {"sinks", "internal/incident"},
-	"sinks/nats":            {"sinks", "internal/incident"},
+	"sinks":                 {"internal/incident", "internal/fence"},
+	"sinks/webhook":         {"sinks", "internal/incident", "internal/fence"},
+	"sinks/stdout":          {"sinks", "internal/incident", "internal/termsafe"},
+	"sinks/slack":           {"sinks", "internal/incident", "internal/fence"},
+	"sinks/nats":            {"sinks", "internal/incident", "internal/fence"},
 	"sinks/alertmanager":    {"sinks", "internal/incident"},
 	"sinks/pagerduty":       {"sinks", "internal/incident"},
 	"sinks/teams":           {"sinks", "internal/incident"},
@@ -38,10 +43,12 @@ var allowed = map[string][]string{
 	"internal/ratelog":      {},
 	"internal/logbuf":       {},
 	"internal/redact":       {},
+	"internal/termsafe":     {},
+	"internal/fence":        {},
 	"internal/silence":      {"config", "internal/incident", "watcher"},
-	"internal/changes":      {"config", "watcher", "internal/incident"},
+	"internal/changes":      {"config", "watcher", "internal/incident", "internal/redact"},
 	"internal/actions":      {"internal/incident", "internal/silence"},
-	"internal/slackact":     {"config", "internal/actions", "internal/incident", "sinks", "sinks/slack"},
+	"internal/slackact":     {"config", "internal/actions", "internal/incident", "internal/fence", "sinks", "sinks/slack"},
 	"internal/slackstandin": {},
 }
 
