@@ -20,6 +20,7 @@ type faultProxy struct {
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    []net.Conn
+	held     chan struct{} // while holding: closed by release
 }
 
 func newFaultProxy(t *testing.T, to string) *faultProxy {
@@ -40,6 +41,33 @@ func (p *faultProxy) setLatency(d time.Duration) { p.latency.Store(int64(d)) }
 // setAnswerLatency delays only what comes back from upstream by d: a
 // request is applied at once, its answer arrives d later.
 func (p *faultProxy) setAnswerLatency(d time.Duration) { p.answers.Store(int64(d)) }
+
+// hold keeps what crosses the proxy from now on, in both directions,
+// until release lets it through, in order.
+func (p *faultProxy) hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+func (p *faultProxy) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// holding is what a chunk read now waits for before it goes on: nil
+// unless the proxy holds.
+func (p *faultProxy) holding() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
 
 func (p *faultProxy) serve(ln net.Listener) {
 	p.mu.Lock()
@@ -75,8 +103,9 @@ func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 		return d
 	}
 	type chunk struct {
-		b   []byte
-		due time.Time
+		b    []byte
+		due  time.Time
+		held chan struct{} // let through when closed; nil: not held
 	}
 	chunks, stop := make(chan chunk, 256), make(chan struct{})
 	go func() {
@@ -86,7 +115,7 @@ func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 			n, err := src.Read(buf)
 			if n > 0 {
 				select {
-				case chunks <- chunk{buf[:n], time.Now().Add(delay())}:
+				case chunks <- chunk{buf[:n], time.Now().Add(delay()), p.holding()}:
 				case <-stop:
 					return
 				}
@@ -98,6 +127,9 @@ func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 	}()
 	defer func() { close(stop); dst.Close(); src.Close() }()
 	for c := range chunks {
+		if c.held != nil {
+			<-c.held
+		}
 		if wait := time.Until(c.due); wait > 0 {
 			<-time.After(wait) // the latency being simulated
 		}
@@ -107,8 +139,10 @@ func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 	}
 }
 
-// cut closes every connection and refuses new ones until restore.
+// cut closes every connection and refuses new ones until restore; what
+// it held is let through first.
 func (p *faultProxy) cut() {
+	p.release()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ln != nil {
