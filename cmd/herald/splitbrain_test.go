@@ -398,7 +398,7 @@ func checkDeposedWritesRefused(t *testing.T, changes []leaderChange, writes []le
 	t.Helper()
 	refused := 0
 	for i, c := range changes {
-		late := 0
+		var late []string
 		var claimed time.Time
 		for _, w := range writes {
 			if w.replica == c.to && w.code < 300 {
@@ -418,12 +418,13 @@ func checkDeposedWritesRefused(t *testing.T, changes []leaderChange, writes []le
 				t.Errorf("deposed %s (%s) wrote %s %s at %s, after %s claimed the ledger at %s: accepted (%d)",
 					c.from, c.how, w.verb, w.name, w.at.Format("15:04:05.000"), c.to, claimed.Format("15:04:05.000"), w.code)
 			} else {
-				refused, late = refused+1, late+1
+				refused++
+				late = append(late, fmt.Sprintf("%s %s: %d", w.verb, w.name, w.code))
 			}
 		}
-		if late > 0 {
-			t.Logf("handover %d (%s): %d ledger writes of %s reached the API server after %s claimed the ledger at %s, all refused",
-				i+1, c.how, late, c.from, c.to, claimed.Format("15:04:05.000"))
+		if len(late) > 0 {
+			t.Logf("handover %d (%s): ledger writes of %s that reached the API server after %s claimed the ledger at %s, all refused: %s",
+				i+1, c.how, c.from, c.to, claimed.Format("15:04:05.000"), strings.Join(late, "; "))
 		}
 	}
 	// The fence at the edge keeps a deposed leader's ledger writes from
