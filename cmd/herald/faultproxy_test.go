@@ -20,7 +20,16 @@ type faultProxy struct {
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    []net.Conn
-	held     chan struct{} // while holding: closed by release
+	held     *holding // while holding
+}
+
+// holding is one hold of a faultProxy: what it keeps goes on, once
+// released, spaced as it came (a request and the cancellation its client
+// sent seconds later arrive as far apart).
+type holding struct {
+	since      time.Time
+	released   chan struct{}
+	releasedAt time.Time // set before released is closed
 }
 
 func newFaultProxy(t *testing.T, to string) *faultProxy {
@@ -48,7 +57,7 @@ func (p *faultProxy) hold() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.held == nil {
-		p.held = make(chan struct{})
+		p.held = &holding{since: time.Now(), released: make(chan struct{})}
 	}
 }
 
@@ -56,14 +65,15 @@ func (p *faultProxy) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.held != nil {
-		close(p.held)
+		p.held.releasedAt = time.Now()
+		close(p.held.released)
 		p.held = nil
 	}
 }
 
-// holding is what a chunk read now waits for before it goes on: nil
-// unless the proxy holds.
-func (p *faultProxy) holding() chan struct{} {
+// holding is the hold a chunk read now waits for: nil unless the proxy
+// holds.
+func (p *faultProxy) holding() *holding {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.held
@@ -105,7 +115,7 @@ func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 	type chunk struct {
 		b    []byte
 		due  time.Time
-		held chan struct{} // let through when closed; nil: not held
+		held *holding // nil: not held
 	}
 	chunks, stop := make(chan chunk, 256), make(chan struct{})
 	go func() {
@@ -127,8 +137,10 @@ func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 	}()
 	defer func() { close(stop); dst.Close(); src.Close() }()
 	for c := range chunks {
-		if c.held != nil {
-			<-c.held
+		if h := c.held; h != nil {
+			<-h.released
+			// As far after the release as it was read after the hold began.
+			c.due = c.due.Add(h.releasedAt.Sub(h.since))
 		}
 		if wait := time.Until(c.due); wait > 0 {
 			<-time.After(wait) // the latency being simulated
