@@ -104,7 +104,10 @@ func (p *faultProxy) serve(ln net.Listener) {
 }
 
 // pipe copies src to dst, each chunk when the latencies it was read under
-// have passed, in order; either side closing closes both.
+// have passed, in order, and closes dst when src has ended and all it
+// sent has gone on, or dst can take no more. It leaves src to the pipe
+// of the other direction to close: a client that is gone does not take
+// with it what the proxy still holds for the server.
 func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 	delay := func() (d time.Duration) {
 		for _, l := range latencies {
@@ -135,7 +138,7 @@ func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 			}
 		}
 	}()
-	defer func() { close(stop); dst.Close(); src.Close() }()
+	defer func() { close(stop); dst.Close() }()
 	for c := range chunks {
 		if h := c.held; h != nil {
 			<-h.released
