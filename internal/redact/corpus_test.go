@@ -135,7 +135,7 @@ func TestEveryRuleIsNeeded(t *testing.T) {
 	corpus := loadCorpus(t)
 	for i, ru := range builtIn() {
 		t.Run(ru.name, func(t *testing.T) {
-			r := &Redactor{rules: append(builtIn()[:i:i], builtIn()[i+1:]...)}
+			r := withRules(append(builtIn()[:i:i], builtIn()[i+1:]...))
 			for _, e := range corpus {
 				if _, leaked := leak(r, e); leaked != "" {
 					t.Logf("without %s, secrets.txt:%d leaks %q", ru.name, e.line, leaked)
@@ -180,5 +180,26 @@ func TestExtraPatterns(t *testing.T) {
 	}
 	if _, err := New([]string{"("}); err == nil {
 		t.Error("a bad pattern was accepted")
+	}
+}
+
+// TestEveryVendorFormatIsNeeded: without any one vendor format, some
+// entry of the corpus leaks — each format is held by a line of its own.
+func TestEveryVendorFormatIsNeeded(t *testing.T) {
+	corpus := loadCorpus(t)
+	all := vendorFormats()
+	for i, f := range all {
+		t.Run(f.name, func(t *testing.T) {
+			rules := builtIn()
+			rules[len(rules)-1] = vendorRule(append(all[:i:i], all[i+1:]...))
+			r := withRules(rules)
+			for _, e := range corpus {
+				if _, leaked := leak(r, e); leaked != "" {
+					t.Logf("without %s, secrets.txt:%d leaks %q", f.name, e.line, leaked)
+					return
+				}
+			}
+			t.Errorf("no entry of the corpus leaks without vendor format %s", f.name)
+		})
 	}
 }

@@ -126,7 +126,7 @@ func builtIn() []rule {
 		userFlagRule(),
 		spokenRule(),
 	}
-	return append(rules, vendorRules()...)
+	return append(rules, vendorRule(vendorFormats()))
 }
 
 // Redact returns s with every secret the rules find replaced.

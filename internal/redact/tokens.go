@@ -209,32 +209,6 @@ func awsSecretRule() rule {
 	}}
 }
 
-// vendorRules: tokens whose format names their issuer (the prefixes are
-// the vendors' documented ones), found with no key name at all.
-func vendorRules() []rule {
-	vendor := func(name, label, expr string, triggers ...string) rule {
-		return rule{name: name, triggers: triggers, find: whole(regexp.MustCompile(expr), "<redacted "+label+">")}
-	}
-	return []rule{
-		vendor("github", "GitHub token", `\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})`, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-		vendor("gitlab", "GitLab token", `\bgl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent)-[A-Za-z0-9_\-]{20,}`, "glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-", "glagent-"),
-		vendor("slack", "Slack token", `\b(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})`, "xox", "xapp-"),
-		{name: "slack-webhook", triggers: []string{"hooks.slack.com/"}, find: group(regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_\-]{10,})`), Redacted, nil)},
-		vendor("stripe", "Stripe key", `\b(?:[sr]k_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,})`, "sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"),
-		vendor("google", "Google key", `\b(?:AIza[A-Za-z0-9_\-]{35}|ya29\.[A-Za-z0-9_\-]{20,})`, "aiza", "ya29."),
-		vendor("aws-key-id", "AWS key id", `\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b`, "akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "apka"),
-		vendor("npm", "npm token", `\bnpm_[A-Za-z0-9]{36,}`, "npm_"),
-		vendor("pypi", "PyPI token", `\bpypi-AgE[A-Za-z0-9_\-]{50,}`, "pypi-age"),
-		vendor("openai-anthropic", "API key", `\bsk-(?:proj-|svcacct-|admin-|ant-[a-z0-9]+-)?[A-Za-z0-9_\-]{32,}`, "sk-"),
-		vendor("vault", "Vault token", `\bhv[sbr]\.[A-Za-z0-9_\-]{20,}`, "hvs.", "hvb.", "hvr."),
-		vendor("sendgrid", "SendGrid key", `\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}`, "sg."),
-		vendor("docker", "Docker token", `\bdckr_pat_[A-Za-z0-9_\-]{20,}`, "dckr_pat_"),
-		vendor("digitalocean", "DigitalOcean token", `\bdo[opr]_v1_[a-f0-9]{64}`, "_v1_"),
-		vendor("huggingface", "Hugging Face token", `\b(?:hf_|api_org_)[A-Za-z0-9]{34,40}\b`, "hf_", "api_org_"),
-		vendor("jwt", "JWT", `\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*`, "eyj"),
-	}
-}
-
 // openQuote: the quote a value opens with at i (its closing form, and
 // its length), if any.
 func openQuote(s string, i int) (close string, n int) {
