@@ -28,7 +28,12 @@ import (
 const archiveShardBytes = 128 << 10
 
 // archivable: resolved with every delivery done.
-func archivable(inc *Incident) bool { return !inc.ResolvedAt.IsZero() && len(inc.Pending) == 0 }
+//
+// A wait (waits.go) is not: it is current until it ends, and then it must
+// leave the ledger at the next write, not stay in a sealed shard.
+func archivable(inc *Incident) bool {
+	return !inc.ResolvedAt.IsZero() && len(inc.Pending) == 0 && inc.Ended != EndedWaiting
+}
 
 // archive tracks which archive shard holds each archived incident's
 // current copy.

@@ -55,6 +55,7 @@ func TestConfigMapLedger(t *testing.T) {
 	t.Run("EpochOrders", func(t *testing.T) { ledgerEpochOrders(t, typed) })
 	t.Run("HandEditConflicts", func(t *testing.T) { ledgerHandEditConflicts(t, typed) })
 	t.Run("FinalWriteFenced", func(t *testing.T) { ledgerFinalWriteFenced(t, env.Config, typed) })
+	t.Run("Waits", func(t *testing.T) { ledgerWaits(t, typed) })
 }
 
 // ledgerAdopt: a ConfigMap named like a shard but not labelled as one (a

@@ -55,9 +55,11 @@ type Tracker struct {
 	// occurrence (a flapping pod would otherwise grow it all day).
 	lastResolved map[string]string
 	byObject     map[string]map[string]bool // object key → fingerprints it is (or was, while resolving) a member of
-	// pending holds when a finding that must last for a while was first
-	// seen, by object key and fingerprint, until it fires or goes away.
-	pending map[string]map[string]time.Time
+	// pending holds, by object key and fingerprint, the wait of a
+	// finding that must last for a while (its FirstSeen is when the wait
+	// began), until it fires or goes away. The ledger keeps the waits
+	// (waits.go), so a restart or a failover does not begin them anew.
+	pending map[string]map[string]*Incident
 	// occurrences is the highest occurrence number of each fingerprint
 	// the tracker knows (open or retained).
 	occurrences map[string]int
@@ -84,7 +86,7 @@ func NewTracker(opts Options) *Tracker {
 	}
 	return &Tracker{
 		opts: opts, open: map[string]*Incident{}, openIn: map[string]int{}, openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
-		byObject: map[string]map[string]bool{}, pending: map[string]map[string]time.Time{},
+		byObject: map[string]map[string]bool{}, pending: map[string]map[string]*Incident{},
 		occurrences: map[string]int{}, held: map[string]bool{}, muted: map[string]bool{}, settling: map[string]bool{},
 	}
 }
@@ -151,11 +153,8 @@ func (t *Tracker) reconcile(object string, findings []rules.Finding, gone bool) 
 	}
 	for fp := range t.pending[object] {
 		if !seen[fp] {
-			delete(t.pending[object], fp)
+			t.endWait(object, fp)
 		}
-	}
-	if len(t.pending[object]) == 0 {
-		delete(t.pending, object)
 	}
 	for fp := range t.byObject[object] {
 		if seen[fp] {
@@ -221,21 +220,13 @@ func (t *Tracker) waitFor(object, fp string, f rules.Finding, now time.Time) tim
 	}
 	start := f.Since
 	if start.IsZero() {
-		if t.pending[object] == nil {
-			t.pending[object] = map[string]time.Time{}
-		}
-		if _, ok := t.pending[object][fp]; !ok {
-			t.pending[object][fp] = now
-		}
-		start = t.pending[object][fp]
+		start = t.beginWait(object, fp, f, now)
 	}
 	return max(start.Add(f.For).Sub(now), 0)
 }
 
 func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time) (Notification, bool) {
-	if t.pending[object] != nil {
-		delete(t.pending[object], fp)
-	}
+	t.endWait(object, fp)
 	occ := t.occurrences[fp] + 1
 	t.occurrences[fp] = occ
 	inc := &Incident{

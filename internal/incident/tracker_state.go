@@ -105,7 +105,8 @@ func (t *Tracker) all() []*Incident {
 }
 
 // Snapshot returns copies of every incident for the ledger, dropping
-// resolved ones past the retention period whose deliveries are done.
+// resolved ones past the retention period whose deliveries are done, and
+// the waits of findings not yet announced (waits.go).
 func (t *Tracker) Snapshot() ([]Incident, uint64) {
 	shared, version := t.SharedSnapshot()
 	out := make([]Incident, len(shared))
@@ -141,7 +142,7 @@ func (t *Tracker) sharedSnapshot() ([]*Incident, uint64) {
 			}
 		}
 	}
-	all := t.all()
+	all := append(t.all(), t.waitRecords()...)
 	out := make([]*Incident, len(all))
 	for i, inc := range all {
 		// Most incidents did not change since the last flush: their
@@ -165,6 +166,9 @@ func (t *Tracker) Restore(incs []Incident) {
 	defer t.mu.Unlock()
 	for i := range incs {
 		inc := incs[i]
+		if t.restoreWait(&inc) {
+			continue
+		}
 		inc.Facts = maps.Clone(inc.Facts)
 		t.occurrences[inc.Fingerprint] = max(t.occurrences[inc.Fingerprint], inc.Occurrence)
 		if !inc.ResolvedAt.IsZero() {
