@@ -144,9 +144,9 @@ func run(heraldBin, configPath string) error {
 		}
 	}
 
-	say("a storm: the Deployment web's 3 containers log their start and exit 1, all at once; the kubelet restarts them into CrashLoopBackOff. Expect one FIRING with the crashed container's real log lines (its password redacted) and a hint, then at most one UPDATED per 10s update interval (without pacing: one message per pod and restart)")
+	say("a storm: the Deployment web's 3 containers log their start and exit 1, all at once; the kubelet restarts them into CrashLoopBackOff. Expect one FIRING with the crashed container's real log lines (its password and a bare Shopify token redacted) and a hint, then at most one UPDATED per 10s update interval (without pacing: one message per pod and restart)")
 	start := time.Now()
-	if err := createDeployment(ctx, client, "web", 3, workload("-log", "INFO starting web v2,INFO config: db_password=hunter2 pool=10,ERROR dial tcp db:5432: connect: connection refused,FATAL cannot reach the database", "-exit", "1"), nil); err != nil {
+	if err := createDeployment(ctx, client, "web", 3, workload("-log", "INFO starting web v2,INFO config: db_password=hunter2 pool=10,INFO shop sync ready 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,ERROR dial tcp db:5432: connect: connection refused,FATAL cannot reach the database", "-exit", "1"), nil); err != nil {
 		return err
 	}
 	if err := expect(lines, seen, 90*time.Second, "FIRING", "demo/web"); err != nil {
