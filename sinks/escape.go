@@ -5,8 +5,8 @@ import (
 	"unicode/utf8"
 )
 
-// Escaping for the chat formats, late, at the sink (DESIGN.md, "Untrusted
-// input"): a title, a message or a log line is written by whoever runs the
+// Escaping for the chat formats, late, at the sink (docs/architecture.md,
+// "Text from the cluster"): a title, a message or a log line is written by whoever runs the
 // pod, and must not mention, link or format in the channel it reaches.
 // Each integration escapes for its own format; webhook body templates get
 // these as functions (slackEscape, markdownEscape, codeBlock).

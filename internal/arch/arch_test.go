@@ -1,4 +1,4 @@
-// Package arch holds a test of the project's package rules (DESIGN.md):
+// Package arch holds a test of the project's package rules (docs/architecture.md):
 // the import graph follows the data flow, and no integration imports
 // another.
 package arch

@@ -145,8 +145,8 @@ func TestBinarySize(t *testing.T) {
 }
 
 // TestTemplatesUseTextTemplate: the binary's templates are the standard
-// library's text/template (code here is written here: DESIGN.md, "Code
-// from elsewhere"), not a port of it.
+// library's text/template (code in this repository is written here), not
+// a port of it.
 func TestTemplatesUseTextTemplate(t *testing.T) {
 	cmd := exec.Command("go", "list", "-deps", "./cmd/herald")
 	cmd.Dir = "../.."

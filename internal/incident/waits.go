@@ -25,9 +25,9 @@ import (
 // EndedWaiting marks a ledger record that is a wait, not an incident.
 const EndedWaiting = "waiting"
 
-// MaxPersistedWaits bounds the waits the ledger keeps (those due first):
-// a rollout of thousands of pods each pending for a while must not grow
-// the ledger past its size. A wait past the bound is timed again after a
+// MaxPersistedWaits bounds the waits the ledger keeps (the oldest): a
+// rollout of thousands of pods each pending for a while must not grow the
+// ledger past its size. A wait past the bound is timed again after a
 // restart, as it was before waits were kept.
 const MaxPersistedWaits = 1000
 

@@ -14,7 +14,7 @@ import (
 // asks for it (the reconcile loop and its start-up pass, `herald test`).
 // So the incident tracker, the ledger's ConfigMaps, every sink and
 // herald's own log hold only redacted text ("redact once, early",
-// DESIGN.md). Facts and detail are redacted before a template sees them
+// docs/architecture.md). Facts and detail are redacted before a template sees them
 // (a template that cuts or rewrites a value would hide it from the
 // redactor), the rendered text after (a template may read the object
 // itself). What names the incident (rule, reason, object and container

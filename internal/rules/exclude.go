@@ -190,7 +190,7 @@ func firstMatch(globs []string, s string) (string, bool) {
 // workload names the controller that owns the evaluated object: a
 // Deployment through its ReplicaSet (whose name is the Deployment's and
 // the pod-template-hash), else the controlling owner. The watcher's index
-// reads pods the same way; rules may not import it (DESIGN.md).
+// reads pods the same way; rules may not import it (docs/architecture.md).
 func workload(in *input) (kind, name string, owned bool) {
 	for _, o := range in.meta.GetOwnerReferences() {
 		if o.Controller == nil || !*o.Controller {
