@@ -55,11 +55,9 @@ type Tracker struct {
 	// occurrence (a flapping pod would otherwise grow it all day).
 	lastResolved map[string]string
 	byObject     map[string]map[string]bool // object key → fingerprints it is (or was, while resolving) a member of
-	// pending holds, by object key and fingerprint, the wait of a
-	// finding that must last for a while (its FirstSeen is when the wait
-	// began), until it fires or goes away. The ledger keeps the waits
-	// (waits.go), so a restart or a failover does not begin them anew.
-	pending map[string]map[string]*Incident
+	// waits holds findings back until they have lasted their rule's
+	// for: (waits.go).
+	waits waits
 	// occurrences is the highest occurrence number of each fingerprint
 	// the tracker knows (open or retained).
 	occurrences map[string]int
@@ -86,7 +84,7 @@ func NewTracker(opts Options) *Tracker {
 	}
 	return &Tracker{
 		opts: opts, open: map[string]*Incident{}, openIn: map[string]int{}, openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
-		byObject: map[string]map[string]bool{}, pending: map[string]map[string]*Incident{},
+		byObject: map[string]map[string]bool{}, waits: newWaits(),
 		occurrences: map[string]int{}, held: map[string]bool{}, muted: map[string]bool{}, settling: map[string]bool{},
 	}
 }
@@ -134,8 +132,12 @@ func (t *Tracker) reconcile(object string, findings []rules.Finding, gone bool) 
 		if f.Sustaining {
 			continue
 		}
-		if wait := t.waitFor(object, fp, f, now); wait > 0 {
-			soonest(wait)
+		left, began := t.waits.left(object, fp, f, now)
+		if began != nil {
+			t.touch(began)
+		}
+		if left > 0 {
+			soonest(left)
 			continue
 		}
 		if t.full(f) {
@@ -151,10 +153,8 @@ func (t *Tracker) reconcile(object string, findings []rules.Finding, gone bool) 
 			notes = append(notes, n)
 		}
 	}
-	for fp := range t.pending[object] {
-		if !seen[fp] {
-			t.endWait(object, fp)
-		}
+	if t.waits.keepOnly(object, seen) {
+		t.version++ // the ledger no longer holds them
 	}
 	for fp := range t.byObject[object] {
 		if seen[fp] {
@@ -213,20 +213,10 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 	return Notification{}, false
 }
 
-// waitFor applies the rule's for:, returning how long is left.
-func (t *Tracker) waitFor(object, fp string, f rules.Finding, now time.Time) time.Duration {
-	if f.For <= 0 {
-		return 0
-	}
-	start := f.Since
-	if start.IsZero() {
-		start = t.beginWait(object, fp, f, now)
-	}
-	return max(start.Add(f.For).Sub(now), 0)
-}
-
 func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time) (Notification, bool) {
-	t.endWait(object, fp)
+	if t.waits.end(object, fp) {
+		t.version++
+	}
 	occ := t.occurrences[fp] + 1
 	t.occurrences[fp] = occ
 	inc := &Incident{

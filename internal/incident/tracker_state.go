@@ -142,7 +142,7 @@ func (t *Tracker) sharedSnapshot() ([]*Incident, uint64) {
 			}
 		}
 	}
-	all := append(t.all(), t.waitRecords()...)
+	all := append(t.all(), t.waits.records()...)
 	out := make([]*Incident, len(all))
 	for i, inc := range all {
 		// Most incidents did not change since the last flush: their
@@ -166,7 +166,7 @@ func (t *Tracker) Restore(incs []Incident) {
 	defer t.mu.Unlock()
 	for i := range incs {
 		inc := incs[i]
-		if t.restoreWait(&inc) {
+		if t.waits.restore(&inc) {
 			continue
 		}
 		inc.Facts = maps.Clone(inc.Facts)

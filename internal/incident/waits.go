@@ -31,42 +31,73 @@ const EndedWaiting = "waiting"
 // restart, as it was before waits were kept.
 const MaxPersistedWaits = 1000
 
-// beginWait returns when object's wait for fp began, beginning it now if
-// it has not; t.mu must be held.
-func (t *Tracker) beginWait(object, fp string, f rules.Finding, now time.Time) time.Time {
-	if w := t.pending[object][fp]; w != nil {
-		return w.FirstSeen
-	}
-	if t.pending[object] == nil {
-		t.pending[object] = map[string]*Incident{}
-	}
-	w := &Incident{ID: fp + "/waiting/" + object, Fingerprint: fp, Rule: f.Rule, Object: f.Object, Members: []string{object},
-		FirstSeen: now, ResolvedAt: now, Ended: EndedWaiting}
-	t.pending[object][fp] = w
-	t.touch(w)
-	return now
+// waits is the stage that holds findings back until they have lasted
+// their rule's for:. It keeps, by object key and fingerprint, the record
+// of each wait in progress; the tracker consults it for a finding with no
+// open incident, and ends a wait when the incident opens or the finding
+// goes.
+type waits struct {
+	byObject map[string]map[string]*Incident
 }
 
-// endWait forgets object's wait for fp (it fired, or the finding went);
-// t.mu must be held.
-func (t *Tracker) endWait(object, fp string) {
-	if _, ok := t.pending[object][fp]; !ok {
-		return
+func newWaits() waits { return waits{byObject: map[string]map[string]*Incident{}} }
+
+// left says how long f must still last before it may open an incident
+// (0: it has lasted long enough), beginning its wait at now if none is in
+// progress. began is the new wait's record, for the ledger (nil: none
+// began).
+func (w *waits) left(object, fp string, f rules.Finding, now time.Time) (left time.Duration, began *Incident) {
+	if f.For <= 0 {
+		return 0, nil
 	}
-	delete(t.pending[object], fp)
-	if len(t.pending[object]) == 0 {
-		delete(t.pending, object)
+	start := f.Since // the object's own record of when the problem began
+	if start.IsZero() {
+		rec := w.byObject[object][fp]
+		if rec == nil {
+			if w.byObject[object] == nil {
+				w.byObject[object] = map[string]*Incident{}
+			}
+			rec = &Incident{ID: fp + "/waiting/" + object, Fingerprint: fp, Rule: f.Rule, Object: f.Object, Members: []string{object},
+				FirstSeen: now, ResolvedAt: now, Ended: EndedWaiting}
+			w.byObject[object][fp] = rec
+			began = rec
+		}
+		start = rec.FirstSeen
 	}
-	t.version++ // the ledger no longer holds it
+	return max(start.Add(f.For).Sub(now), 0), began
 }
 
-// waitRecords lists the waits for the ledger, at most MaxPersistedWaits,
-// those that began first; t.mu must be held.
-func (t *Tracker) waitRecords() []*Incident {
+// end forgets object's wait for fp (it fired, or the finding went), and
+// says whether there was one.
+func (w *waits) end(object, fp string) bool {
+	if _, ok := w.byObject[object][fp]; !ok {
+		return false
+	}
+	delete(w.byObject[object], fp)
+	if len(w.byObject[object]) == 0 {
+		delete(w.byObject, object)
+	}
+	return true
+}
+
+// keepOnly ends object's waits for findings not in seen, and says whether
+// any ended.
+func (w *waits) keepOnly(object string, seen map[string]bool) (ended bool) {
+	for fp := range w.byObject[object] {
+		if !seen[fp] {
+			ended = w.end(object, fp) || ended
+		}
+	}
+	return ended
+}
+
+// records lists the waits for the ledger, at most MaxPersistedWaits, those
+// that began first.
+func (w *waits) records() []*Incident {
 	var out []*Incident
-	for _, byFP := range t.pending {
-		for _, w := range byFP {
-			out = append(out, w)
+	for _, byFP := range w.byObject {
+		for _, rec := range byFP {
+			out = append(out, rec)
 		}
 	}
 	if len(out) > MaxPersistedWaits {
@@ -76,9 +107,9 @@ func (t *Tracker) waitRecords() []*Incident {
 	return out
 }
 
-// restoreWait takes a wait record back from the ledger; t.mu must be
-// held. It says false if rec is not a wait.
-func (t *Tracker) restoreWait(rec *Incident) bool {
+// restore takes a wait record back from the ledger. It says false if rec
+// is not a wait.
+func (w *waits) restore(rec *Incident) bool {
 	if rec.Ended != EndedWaiting {
 		return false
 	}
@@ -86,9 +117,9 @@ func (t *Tracker) restoreWait(rec *Incident) bool {
 		return true // not one this herald wrote: dropped
 	}
 	object := rec.Members[0]
-	if t.pending[object] == nil {
-		t.pending[object] = map[string]*Incident{}
+	if w.byObject[object] == nil {
+		w.byObject[object] = map[string]*Incident{}
 	}
-	t.pending[object][rec.Fingerprint] = rec
+	w.byObject[object][rec.Fingerprint] = rec
 	return true
 }

@@ -150,3 +150,41 @@ func ledgerWaits(t *testing.T, typed *kube.Client) {
 		t.Fatalf("after it fired the ledger holds waits %+v and %d open incidents, want none and 1", waits, open)
 	}
 }
+
+// TestWaitsStage: the stage alone, on a fake clock — a wait begins at
+// first sight and counts down; the object's own record of the start wins;
+// a finding that goes ends its wait; a restored record resumes it.
+func TestWaitsStage(t *testing.T) {
+	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	f := finding("u1", "", false, "0")
+	f.For = 5 * time.Minute
+	w := newWaits()
+	left, began := w.left("k", "fp", f, now)
+	if left != 5*time.Minute || began == nil || !began.FirstSeen.Equal(now) || began.Ended != EndedWaiting {
+		t.Fatalf("first sight: %s left, record %+v", left, began)
+	}
+	if left, began := w.left("k", "fp", f, now.Add(2*time.Minute)); left != 3*time.Minute || began != nil {
+		t.Fatalf("2m in: %s left, a new record %v", left, began)
+	}
+	since := f
+	since.Since = now.Add(-time.Hour)
+	if left, _ := w.left("k2", "fp", since, now); left != 0 {
+		t.Errorf("a problem the object says began an hour ago: %s left", left)
+	}
+	if len(w.records()) != 1 {
+		t.Errorf("a wait timed by the object is kept too: %d records", len(w.records()))
+	}
+	if w.keepOnly("k", map[string]bool{"fp": true}) || !w.keepOnly("k", nil) || len(w.records()) != 0 {
+		t.Errorf("a finding that went did not end its wait alone")
+	}
+	restored := newWaits()
+	if !restored.restore(began) {
+		t.Fatal("a wait record was not taken back")
+	}
+	if left, began := restored.left("k", "fp", f, now.Add(4*time.Minute)); left != time.Minute || began != nil {
+		t.Errorf("restored, 4m in: %s left (want 1m), a new record %v", left, began)
+	}
+	if restored.restore(&Incident{ID: "x", Fingerprint: "fp"}) {
+		t.Error("an incident was taken for a wait")
+	}
+}
