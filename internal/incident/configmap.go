@@ -142,6 +142,12 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 			warn("ledger entries without an ID skipped", "configmap", s.namespace+"/"+cm.Name, "entries", skipped)
 		}
 		for _, inc := range incs {
+			if isArchive && inc.Ended == EndedWaiting {
+				// A herald that did not know waits archived it as
+				// history; this one keeps waits in the hashed shards
+				// only, so an archived copy is stale (waits.go).
+				continue
+			}
 			b, seen := best[inc.ID]
 			if seen && slices.Compare(b.gen[:], gen[:]) > 0 {
 				continue

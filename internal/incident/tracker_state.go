@@ -12,12 +12,20 @@ import (
 // restores.
 
 // MemberKeys lists every object key some open incident counts as
-// affected: at start they are reconciled even if they are no longer in the
-// cache (deleted while herald was down), so their incidents resolve.
+// affected, or some wait is for: at start they are reconciled even if they
+// are no longer in the cache (deleted while herald was down), so their
+// incidents resolve and their waits end.
 func (t *Tracker) MemberKeys() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return slices.Sorted(maps.Keys(t.byObject))
+	keys := slices.Collect(maps.Keys(t.byObject))
+	for object := range t.waits.byObject {
+		if _, ok := t.byObject[object]; !ok {
+			keys = append(keys, object)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // RuleRemoved is the change a resolution says when its rule was removed
@@ -62,6 +70,9 @@ func (t *Tracker) ResolveRules(removed map[string]bool, now time.Time) []Notific
 			notes = append(notes, n)
 		}
 		t.touch(inc)
+	}
+	if t.waits.endRules(removed) {
+		t.version++
 	}
 	slices.SortFunc(notes, func(a, b Notification) int { return strings.Compare(a.Incident.ID, b.Incident.ID) })
 	return notes

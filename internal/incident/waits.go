@@ -53,6 +53,11 @@ func (w *waits) left(object, fp string, f rules.Finding, now time.Time) (left ti
 	start := f.Since // the object's own record of when the problem began
 	if start.IsZero() {
 		rec := w.byObject[object][fp]
+		if rec != nil && rec.Object.UID != f.Object.UID {
+			// Another object of the same name (a StatefulSet's pod made
+			// again): its wait is its own.
+			rec = nil
+		}
 		if rec == nil {
 			if w.byObject[object] == nil {
 				w.byObject[object] = map[string]*Incident{}
@@ -78,6 +83,19 @@ func (w *waits) end(object, fp string) bool {
 		delete(w.byObject, object)
 	}
 	return true
+}
+
+// endRules ends the waits of the rules a reload removed, and says whether
+// any ended.
+func (w *waits) endRules(removed map[string]bool) (ended bool) {
+	for object, byFP := range w.byObject {
+		for fp, rec := range byFP {
+			if removed[rec.Rule] {
+				ended = w.end(object, fp) || ended
+			}
+		}
+	}
+	return ended
 }
 
 // keepOnly ends object's waits for findings not in seen, and says whether

@@ -2,11 +2,14 @@ package incident
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-k8s/herald/internal/kube"
@@ -139,6 +142,23 @@ func ledgerWaits(t *testing.T, typed *kube.Client) {
 			t.Errorf("the wait is in archive shard %s, where a stale copy would outlive it", cm.Name)
 		}
 	}
+	// A herald that did not know waits archived a wait as history; its
+	// copy outlives the wait, and must not bring it back.
+	stale := Incident{ID: "fp-old/waiting/k-old", Fingerprint: "fp-old", Members: []string{"k-old"}, FirstSeen: clock.Add(-time.Hour),
+		ResolvedAt: clock.Add(-time.Hour), Ended: EndedWaiting}
+	data, _ := json.Marshal([]Incident{stale})
+	labels := map[string]string{}
+	for _, kv := range strings.Split(store.selector(), ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		labels[k] = v
+	}
+	if _, err := typed.CreateConfigMap(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "waits-a-7", Namespace: "default", Labels: labels,
+		Annotations: map[string]string{generationAnnotation: "99"}}, Data: map[string]string{dataKey: string(data)}}); err != nil {
+		t.Fatal(err)
+	}
+	if waits, _ := waitsIn(); len(waits) != 1 || waits[0].Members[0] != "k" {
+		t.Fatalf("an archived wait came back: %+v", waits)
+	}
 	clock = clock.Add(5 * time.Minute)
 	if notes, _ := tr.Reconcile("k", []rules.Finding{pending}); len(notes) != 1 {
 		t.Fatalf("the wait did not fire: %v", notes)
@@ -186,5 +206,33 @@ func TestWaitsStage(t *testing.T) {
 	}
 	if restored.restore(&Incident{ID: "x", Fingerprint: "fp"}) {
 		t.Error("an incident was taken for a wait")
+	}
+	again := f
+	again.Object.UID = "u1-made-again"
+	if left, began := restored.left("k", "fp", again, now.Add(4*time.Minute)); left != 5*time.Minute || began == nil {
+		t.Errorf("another object of the same name: %s left (want a wait of its own, 5m)", left)
+	}
+}
+
+// TestWaitsOfGoneObjectsAndRemovedRulesEnd: the objects of restored waits
+// are reconciled at start (MemberKeys), so a wait for an object deleted
+// while herald was down ends; a reload that removes a rule ends its waits.
+func TestWaitsOfGoneObjectsAndRemovedRulesEnd(t *testing.T) {
+	clock := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	tr := NewTracker(Options{Now: func() time.Time { return clock }})
+	f := finding("u1", "", false, "0")
+	f.For = 5 * time.Minute
+	tr.Reconcile("Pod/shop/gone", []rules.Finding{f})
+	other := finding("u2", "", false, "0")
+	other.For, other.Rule, other.Object.Name = 5*time.Minute, "pod-pending", "kept"
+	tr.Reconcile("Pod/shop/kept", []rules.Finding{other})
+	if keys := tr.MemberKeys(); !slices.Equal(keys, []string{"Pod/shop/gone", "Pod/shop/kept"}) {
+		t.Fatalf("MemberKeys %v: the objects of waits are not reconciled at start", keys)
+	}
+	tr.ReconcileGone("Pod/shop/gone")
+	tr.ResolveRules(map[string]bool{"pod-pending": true}, clock)
+	incs, _ := tr.Snapshot()
+	if len(incs) != 0 {
+		t.Errorf("waits left after their object went and their rule was removed: %+v", incs)
 	}
 }
