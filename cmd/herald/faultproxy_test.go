@@ -155,7 +155,7 @@ func (p *faultProxy) pipe(dst, src net.Conn, latencies ...*atomic.Int64) {
 }
 
 // cut closes every connection and refuses new ones until restore; what
-// it held is let through first.
+// it held goes nowhere.
 func (p *faultProxy) cut() {
 	p.release()
 	p.mu.Lock()

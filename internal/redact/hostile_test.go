@@ -41,6 +41,8 @@ var hostile = map[string]struct{ head, unit string }{
 	"bearer words":      {"", "bearer "},
 	"keys, no values":   {"", "secret_token_key_"},
 	"long base64 lines": {"", "QUJDRGVmZ2gxMjM0NTY3ODkwQUJDRGVmZ2gxMjM0NTY3ODkwQUJDRGVmZ2gxMjM0NTY3ODkw\n"},
+	// Every vendor format's literal, none followed by a token.
+	"vendor literals": {"", `ghp_x glpat-x xoxb-x SKx pul-x dapix EAAAx glc_x sha256~x AIzax AKIAx LTAIx 8Q~x "auth":"x" %3A%2F%2Fa%3Ab eyJx.y API-x pat.x `},
 }
 
 func hostileText(name string, size int) string {

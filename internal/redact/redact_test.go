@@ -26,6 +26,10 @@ func TestRedact(t *testing.T) {
 		{"SecretAccessKey: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "SecretAccessKey: <redacted AWS secret key>"},
 		{"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlXzEyMw", "jwt <redacted JWT>"},
 		{"token ghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345 ok", "token <redacted GitHub token> ok"},
+		// A port and a path before an encoded "@" are not a password.
+		{"next=https%3A%2F%2Fhost%3A8443%2Fusers%2Fops%40example.com", "next=https%3A%2F%2Fhost%3A8443%2Fusers%2Fops%40example.com"},
+		// A prefix inside a longer word is not a token's start.
+		{"xghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345", "xghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345"},
 		{"-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\nnext", "<redacted private key>\nnext"},
 		{"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nu", "<redacted private key>"}, // the tail cut inside
 		// A BEGIN whose END is not in the tail takes its key's lines, not

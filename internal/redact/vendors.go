@@ -14,14 +14,30 @@ import (
 type vendorFormat struct {
 	name string
 	// literals: one of them, in this case, is in every such token (its
-	// prefix): a text without any is not scanned for the format.
+	// prefix): a text without any is not scanned for the format. anyCase:
+	// in any case (the literals are then lower-case).
 	literals []string
+	anyCase  bool
 	find     func(t *text, out []span) []span
 }
 
-// format: a token every match of expr is, said to be a label.
+// format: a token every match of expr is, said to be a label. A leading
+// \b is checked by hand (the byte before a match is not a word byte):
+// left in the pattern, it keeps the regexp engine from skipping ahead to
+// the literal prefix, and a pod's long log tail would cost a pass of the
+// engine per format.
 func format(name, label, expr string, literals ...string) vendorFormat {
-	return vendorFormat{name: name, literals: literals, find: whole(regexp.MustCompile(expr), "<redacted "+label+">")}
+	expr, atWord := strings.CutPrefix(expr, `\b`)
+	re, label := regexp.MustCompile(expr), "<redacted "+label+">"
+	return vendorFormat{name: name, literals: literals, find: func(t *text, out []span) []span {
+		for _, m := range re.FindAllStringIndex(t.s, -1) {
+			if atWord && m[0] > 0 && isWordByte(t.s[m[0]-1]) {
+				continue
+			}
+			out = append(out, span{m[0], m[1], label})
+		}
+		return out
+	}}
 }
 
 // inner: a secret that is group 1 of expr's matches (the rest is its
@@ -31,24 +47,39 @@ func inner(name, expr string, keep func(string) bool, literals ...string) vendor
 	return vendorFormat{name: name, literals: literals, find: group(regexp.MustCompile(expr), Redacted, keep)}
 }
 
+// alone: a token every match of expr is, when the bytes either side of it
+// are not of class (it stands alone), redacted whole.
+func alone(name, expr string, class func(byte) bool, literals ...string) vendorFormat {
+	re := regexp.MustCompile(expr)
+	return vendorFormat{name: name, literals: literals, find: func(t *text, out []span) []span {
+		for _, m := range re.FindAllStringIndex(t.s, -1) {
+			if m[0] > 0 && class(t.s[m[0]-1]) || m[1] < len(t.s) && class(t.s[m[1]]) {
+				continue
+			}
+			out = append(out, span{m[0], m[1], Redacted})
+		}
+		return out
+	}}
+}
+
 // vendorFormats lists the formats in the order docs/rules.md does.
 // Patterns start with a literal where the format has one, so that the
 // regexp engine skips to it.
 func vendorFormats() []vendorFormat {
 	return []vendorFormat{
-		format("github", "GitHub token", `\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})`, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+		format("github", "GitHub token", `\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})`, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
 		// Routable tokens end in "." and a 9-character part.
 		format("gitlab", "GitLab token", `\bgl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent|oas|ffct)-[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{9}\b)?`, "glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-", "glagent-", "gloas-", "glffct-"),
 		format("gitlab-runner", "GitLab runner token", `\bGR1348941[A-Za-z0-9_\-]{20,}`, "GR1348941"),
 		format("slack", "Slack token", `\b(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})`, "xox", "xapp-"),
 		inner("slack-webhook", `hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_\-]{10,})`, nil, "hooks.slack.com/"),
-		inner("teams-webhook", `\.webhook\.office\.com/webhookb2/([A-Za-z0-9@/_\-]{20,})`, nil, ".webhook.office.com/"),
+		inner("teams-webhook", `(?:\.webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/([A-Za-z0-9@/_\-]{20,})`, nil, ".webhook.office.com/", "outlook.office.com/webhook/", "outlook.office365.com/webhook/"),
 		format("stripe", "Stripe key", `\b(?:[sr]k_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,})`, "sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"),
 		format("google", "Google key", `\b(?:AIza[A-Za-z0-9_\-]{35}|ya29\.[A-Za-z0-9_\-]{20,})`, "AIza", "ya29."),
 		format("aws-key-id", "AWS key id", `\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b`, "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"),
 		format("alibaba", "Alibaba key id", `\bLTAI[A-Za-z0-9]{20}\b`, "LTAI"),
 		// A client secret's fourth character is a digit and "Q~" follows.
-		inner("azure-ad", `(?:^|[^A-Za-z0-9_~.\-])([A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})(?:$|[^A-Za-z0-9_~.\-])`, nil, "Q~"),
+		alone("azure-ad", `[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}`, func(c byte) bool { return isWordByte(c) || c == '~' || c == '.' || c == '-' }, "Q~"),
 		format("npm", "npm token", `\bnpm_[A-Za-z0-9]{36,}`, "npm_"),
 		format("pypi", "PyPI token", `\bpypi-AgE[A-Za-z0-9_\-]{50,}`, "pypi-AgE"),
 		format("rubygems", "RubyGems key", `\brubygems_[a-f0-9]{48}\b`, "rubygems_"),
@@ -67,7 +98,7 @@ func vendorFormats() []vendorFormat {
 		format("databricks", "Databricks token", `\bdapi[a-f0-9]{32}(?:-[0-9])?\b`, "dapi"),
 		format("doppler", "Doppler token", `\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}\b`, "dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."),
 		format("postman", "Postman key", `\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b`, "PMAK-"),
-		format("grafana", "Grafana token", `\b(?:glc_[A-Za-z0-9+/]{32,400}={0,3}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b)`, "glc_", "glsa_"),
+		format("grafana", "Grafana token", `\b(?:glc_[A-Za-z0-9+/]{32,}={0,3}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b)`, "glc_", "glsa_"),
 		format("heroku", "Heroku key", `\bHRKU-AA[A-Za-z0-9_\-]{58}`, "HRKU-"),
 		format("linear", "Linear key", `\blin_api_[A-Za-z0-9]{40}\b`, "lin_api_"),
 		format("sentry", "Sentry token", `\b(?:sntryu_[a-f0-9]{64}\b|sntrys_eyJ[A-Za-z0-9+/=_\-]{40,})`, "sntryu_", "sntrys_"),
@@ -93,23 +124,43 @@ func vendorFormats() []vendorFormat {
 		// A container registry's config (~/.docker/config.json, a
 		// dockerconfigjson Secret printed whole): "auth" holds
 		// base64("user:password").
-		inner("registry-auth", `"auth"\s*:\s*"([A-Za-z0-9+/]{8,}={0,2})"`, notUserPassword, `"auth"`),
+		inner("registry-auth", `\\?"auth\\?"\s*:\s*\\?"([A-Za-z0-9+/_\-]{6,}={0,2})`, notUserPassword, `"auth`),
 		// A URL carried percent-encoded in another URL's query
 		// (?redirect=https%3A%2F%2Fuser%3Apassword%40host): its password.
-		inner("encoded-url", `(?i)%3A%2F%2F[A-Za-z0-9._~\-]*%3A([A-Za-z0-9._~!$'()*+,;=\-]+(?:%[0-9A-F]{2}[A-Za-z0-9._~!$'()*+,;=\-]*)*?)%40`, nil, "%3A%2F%2F", "%3a%2f%2f"),
+		encodedURL(),
 		format("jwt", "JWT", `\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*`, "eyJ"),
 	}
 }
 
-// notUserPassword: an "auth" value that does not decode to user:password
-// is something else, left as it is.
+// notUserPassword: an "auth" value that does not decode (in any of
+// base64's forms) to user:password with a password is something else,
+// left as it is.
 func notUserPassword(v string) bool {
-	b, err := base64.StdEncoding.DecodeString(v)
-	if err != nil {
-		return true
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(v); err == nil {
+			_, pw, ok := strings.Cut(string(b), ":")
+			return !ok || pw == ""
+		}
 	}
-	user, pw, ok := strings.Cut(string(b), ":")
-	return !ok || user == "" || pw == ""
+	return true
+}
+
+// encodedURL: a URL with a password, percent-encoded (once or more) inside
+// another URL's query (?next=https%3A%2F%2Fuser%3Apassword%40host): the
+// password. A "/" ends the user-info (host%3A8443%2Fpath%40 is a port and
+// a path), so an encoded "/" is not taken into the password.
+func encodedURL() vendorFormat {
+	const (
+		pct    = `%(?:25)*`                               // "%", encoded any number of times
+		esc    = pct + `(?:[013-9A-F][0-9A-F]|2[0-9A-E])` // an escape, but "/" (2F)
+		plain  = `[A-Za-z0-9._~!$'()*+,;=\-]`             // what user-info holds unescaped
+		scheme = pct + `3A` + pct + `2F` + pct + `2F`     // "://"
+		user   = `(?:[A-Za-z0-9._~\-]|` + esc + `)*?`
+		pw     = `((?:` + plain + `|` + esc + `)+?)`
+	)
+	f := inner("encoded-url", `(?i)`+scheme+user+pct+`3A`+pw+pct+`40`, nil, "%3a%2f%2f", "%253a%252f%252f")
+	f.anyCase = true
+	return f
 }
 
 // vendorRule runs the formats one of whose literals the text holds. Its
@@ -127,8 +178,9 @@ func vendorRule(formats []vendorFormat) rule {
 	}
 	return rule{name: "vendor", triggers: triggers, find: func(t *text, out []span) []span {
 		for i := range formats {
-			if containsAny(t.s, formats[i].literals) {
-				out = formats[i].find(t, out)
+			f := &formats[i]
+			if in := t.s; f.anyCase && containsAny(t.lower, f.literals) || !f.anyCase && containsAny(in, f.literals) {
+				out = f.find(t, out)
 			}
 		}
 		return out
