@@ -140,7 +140,7 @@ func (t *Tracker) mute(inc *Incident, m Mute) {
 		t.recount(prev)
 		t.recount(m.Source)
 	}
-	delete(t.held, inc.Fingerprint)
+	t.pacer.drop(inc)
 	t.muted[inc.Fingerprint] = true
 }
 
@@ -177,8 +177,7 @@ func (t *Tracker) recount(fp string) {
 	t.touch(src)
 	if grew && src.Seq > 0 && src.MutedBy == "" && src.HeldUntil.IsZero() {
 		now := t.opts.Now()
-		src.HeldUntil = later(src.LastNotified.Add(src.updateEvery), now.Add(gather))
-		t.held[fp] = true
+		t.pacer.holdSoon(src, now)
 	}
 }
 

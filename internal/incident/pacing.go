@@ -25,23 +25,95 @@ import (
 // one update says it all.
 const gather = 2 * time.Second
 
-// update sends an update of inc now, or holds it; changed says whether
-// this reconcile changed what the update would say (counted as merged
-// when an update is already held).
-func (t *Tracker) update(inc *Incident, now time.Time, changed bool) (Notification, bool) {
+// pacer is the stage that holds an incident's updates back until its
+// update interval has passed. It keeps which open incidents have an
+// update held (the incident's HeldUntil says until when, and the ledger
+// keeps that).
+type pacer struct {
+	held map[string]bool // fingerprint → an update is held
+}
+
+func newPacer() pacer { return pacer{held: map[string]bool{}} }
+
+// hold decides an update of inc at now: send it now (true), or hold it
+// until its interval has passed (HeldUntil set; newly says the incident
+// changed for the ledger).
+func (p *pacer) hold(inc *Incident, now time.Time) (sendNow, newly bool) {
 	every := inc.updateEvery
 	due := inc.HeldUntil
 	if due.IsZero() {
 		due = later(inc.LastNotified.Add(every), now.Add(min(every, gather)))
 	}
 	if every <= 0 || !due.After(now) {
-		return t.notify(inc, Updated, now, change(inc))
+		return true, false
 	}
-	if inc.HeldUntil.IsZero() {
-		inc.HeldUntil = due
-		t.held[inc.Fingerprint] = true
+	if !inc.HeldUntil.IsZero() {
+		return false, false
+	}
+	inc.HeldUntil = due
+	p.held[inc.Fingerprint] = true
+	return false, true
+}
+
+// holdSoon holds an update of inc for a change that is not its own (an
+// incident it explains opened): at its interval, and a gather time at
+// least.
+func (p *pacer) holdSoon(inc *Incident, now time.Time) {
+	inc.HeldUntil = later(inc.LastNotified.Add(inc.updateEvery), now.Add(gather))
+	p.held[inc.Fingerprint] = true
+}
+
+// drop forgets inc's held update: it was said, it is moot, or a mute took
+// it (what changed is owed when the mute ends).
+func (p *pacer) drop(inc *Incident) {
+	inc.HeldUntil = time.Time{}
+	delete(p.held, inc.Fingerprint)
+}
+
+// restore takes back a held update the ledger kept.
+func (p *pacer) restore(inc *Incident) {
+	if !inc.HeldUntil.IsZero() {
+		p.held[inc.Fingerprint] = true
+	}
+}
+
+// due lists, in fingerprint order, the open incidents whose held update
+// is due at now, and forgets the holds of incidents that are gone.
+func (p *pacer) due(now time.Time, open map[string]*Incident) []*Incident {
+	var out []*Incident
+	for _, fp := range slices.Sorted(maps.Keys(p.held)) {
+		switch inc := open[fp]; {
+		case inc == nil || inc.HeldUntil.IsZero():
+			delete(p.held, fp)
+		case !inc.HeldUntil.After(now):
+			out = append(out, inc)
+		}
+	}
+	return out
+}
+
+// next is when the earliest held update is due (zero: none held).
+func (p *pacer) next(open map[string]*Incident) time.Time {
+	var next time.Time
+	for fp := range p.held {
+		if inc := open[fp]; inc != nil && (next.IsZero() || inc.HeldUntil.Before(next)) {
+			next = inc.HeldUntil
+		}
+	}
+	return next
+}
+
+// update sends an update of inc now, or holds it; changed says whether
+// this reconcile changed what the update would say (counted as merged
+// when an update is already held).
+func (t *Tracker) update(inc *Incident, now time.Time, changed bool) (Notification, bool) {
+	sendNow, newly := t.pacer.hold(inc, now)
+	switch {
+	case sendNow:
+		return t.notify(inc, Updated, now, change(inc))
+	case newly:
 		t.touch(inc)
-	} else if changed && t.opts.Coalesced != nil {
+	case changed && t.opts.Coalesced != nil:
 		t.opts.Coalesced(inc.Rule)
 	}
 	return Notification{}, false
@@ -54,20 +126,14 @@ func (t *Tracker) ReleaseHeld(now time.Time) []Notification {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var notes []Notification
-	for _, fp := range slices.Sorted(maps.Keys(t.held)) {
-		inc := t.open[fp]
-		switch {
-		case inc == nil || inc.HeldUntil.IsZero():
-			delete(t.held, fp)
-		case inc.HeldUntil.After(now):
-		case material(inc):
-			if n, ok := t.notify(inc, Updated, now, change(inc)); ok {
-				notes = append(notes, n)
-			}
-		default: // changed back to what was last said: nothing to say
-			inc.HeldUntil = time.Time{}
-			delete(t.held, fp)
+	for _, inc := range t.pacer.due(now, t.open) {
+		if !material(inc) { // changed back to what was last said: nothing to say
+			t.pacer.drop(inc)
 			t.touch(inc)
+			continue
+		}
+		if n, ok := t.notify(inc, Updated, now, change(inc)); ok {
+			notes = append(notes, n)
 		}
 	}
 	return notes
@@ -77,13 +143,7 @@ func (t *Tracker) ReleaseHeld(now time.Time) []Notification {
 func (t *Tracker) NextHeld() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var next time.Time
-	for fp := range t.held {
-		if inc := t.open[fp]; inc != nil && (next.IsZero() || inc.HeldUntil.Before(next)) {
-			next = inc.HeldUntil
-		}
-	}
-	return next
+	return t.pacer.next(t.open)
 }
 
 // material reports whether inc differs from what its last notification

@@ -249,3 +249,50 @@ func TestDeletedObjectSkipsHoldDown(t *testing.T) {
 		t.Errorf("deleted pod of a workload incident: %q, recheck %s; want the hold-down", transitions(notes), recheck)
 	}
 }
+
+// TestPacerStage: the stage alone, on a fake clock — an update inside the
+// interval is held until the interval ends (and a gather time at least),
+// one outside it goes at once; a second change while held merges; due and
+// next see the hold; a dropped or restored hold is forgotten or known.
+func TestPacerStage(t *testing.T) {
+	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	p := newPacer()
+	inc := &Incident{Fingerprint: "fp", LastNotified: now, updateEvery: 30 * time.Second}
+	open := map[string]*Incident{"fp": inc}
+	if sendNow, newly := p.hold(inc, now.Add(10*time.Second)); sendNow || !newly || !inc.HeldUntil.Equal(now.Add(30*time.Second)) {
+		t.Fatalf("inside the interval: send now %v, newly held %v, until %s", sendNow, newly, inc.HeldUntil)
+	}
+	if sendNow, newly := p.hold(inc, now.Add(20*time.Second)); sendNow || newly {
+		t.Errorf("a second change while held: send now %v, newly held %v (want merged)", sendNow, newly)
+	}
+	if next := p.next(open); !next.Equal(now.Add(30 * time.Second)) {
+		t.Errorf("next %s", next)
+	}
+	if due := p.due(now.Add(29*time.Second), open); len(due) != 0 {
+		t.Errorf("due early: %v", due)
+	}
+	if due := p.due(now.Add(30*time.Second), open); len(due) != 1 {
+		t.Errorf("not due at the interval's end: %v", due)
+	}
+	p.drop(inc)
+	if !inc.HeldUntil.IsZero() || !p.next(open).IsZero() {
+		t.Error("a dropped hold is still known")
+	}
+	// Past the interval: held for the gather time only, then sent.
+	quiet := &Incident{Fingerprint: "q", LastNotified: now, updateEvery: 30 * time.Second}
+	if sendNow, _ := p.hold(quiet, now.Add(time.Minute)); sendNow || !quiet.HeldUntil.Equal(now.Add(time.Minute+gather)) {
+		t.Errorf("past the interval: send now %v, held until %s (want the gather time)", sendNow, quiet.HeldUntil)
+	}
+	if sendNow, _ := p.hold(quiet, now.Add(time.Minute+gather)); !sendNow {
+		t.Error("at its hold's end, a change was held again")
+	}
+	if sendNow, _ := p.hold(&Incident{Fingerprint: "n", LastNotified: now}, now); !sendNow {
+		t.Error("an update of a rule without an interval was held")
+	}
+	restored := newPacer()
+	inc.HeldUntil = now.Add(time.Minute)
+	restored.restore(inc)
+	if next := restored.next(open); !next.Equal(now.Add(time.Minute)) {
+		t.Errorf("a restored hold: next %s", next)
+	}
+}

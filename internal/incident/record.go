@@ -16,8 +16,7 @@ import (
 // say now, so an update held back is sent with it, or is moot. Callers go
 // through notify (mute.go), which first asks whether it is muted.
 func (t *Tracker) record(inc *Incident, tr Transition, now time.Time, change string) Notification {
-	inc.HeldUntil = time.Time{}
-	delete(t.held, inc.Fingerprint)
+	t.pacer.drop(inc)
 	inc.Seq++
 	inc.LastNotified, inc.LastTransition = now, tr
 	inc.NotifiedMembers = inc.MemberCount

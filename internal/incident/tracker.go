@@ -61,8 +61,9 @@ type Tracker struct {
 	// occurrences is the highest occurrence number of each fingerprint
 	// the tracker knows (open or retained).
 	occurrences map[string]int
-	// held lists the open incidents with an update waiting (HeldUntil).
-	held map[string]bool
+	// pacer holds updates back until their interval has passed
+	// (pacing.go).
+	pacer pacer
 	// muted lists the open incidents whose notifications a silence,
 	// window or inhibition holds back (MutedBy).
 	muted map[string]bool
@@ -85,7 +86,7 @@ func NewTracker(opts Options) *Tracker {
 	return &Tracker{
 		opts: opts, open: map[string]*Incident{}, openIn: map[string]int{}, openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
 		byObject: map[string]map[string]bool{}, waits: newWaits(),
-		occurrences: map[string]int{}, held: map[string]bool{}, muted: map[string]bool{}, settling: map[string]bool{},
+		occurrences: map[string]int{}, pacer: newPacer(), muted: map[string]bool{}, settling: map[string]bool{},
 	}
 }
 

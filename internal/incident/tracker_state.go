@@ -62,8 +62,8 @@ func (t *Tracker) ResolveRules(removed map[string]bool, now time.Time) []Notific
 			t.setSettling(m, fp, false)
 		}
 		t.removeOpen(fp)
-		delete(t.held, fp)
-		inc.HeldUntil, inc.ResolvingSince = time.Time{}, time.Time{}
+		t.pacer.drop(inc)
+		inc.ResolvingSince = time.Time{}
 		inc.ResolvedAt, inc.Ended = now, EndedRuleRemoved
 		t.retire(inc)
 		if n, ok := t.notify(inc, Resolved, now, RuleRemoved); ok {
@@ -193,9 +193,7 @@ func (t *Tracker) Restore(incs []Incident) {
 		for m := range inc.members {
 			t.index(m, inc.Fingerprint)
 		}
-		if !inc.HeldUntil.IsZero() {
-			t.held[inc.Fingerprint] = true
-		}
+		t.pacer.restore(&inc)
 		if inc.MutedBy != "" {
 			t.muted[inc.Fingerprint] = true
 		}
