@@ -75,7 +75,7 @@ func (v openView) WithReason(reason string) iter.Seq[*Incident] {
 // addOpen and removeOpen keep t.open and its index by reason together.
 func (t *Tracker) addOpen(inc *Incident) {
 	if t.open[inc.Fingerprint] == nil {
-		t.countOpen(inc, 1)
+		t.nsCap.count(inc, 1)
 	}
 	t.open[inc.Fingerprint] = inc
 	byFP := t.openByReason[inc.Reason]
@@ -88,7 +88,7 @@ func (t *Tracker) addOpen(inc *Incident) {
 
 func (t *Tracker) removeOpen(fp string) {
 	if inc := t.open[fp]; inc != nil {
-		t.countOpen(inc, -1)
+		t.nsCap.count(inc, -1)
 		delete(t.openByReason[inc.Reason], fp)
 		if len(t.openByReason[inc.Reason]) == 0 {
 			delete(t.openByReason, inc.Reason)

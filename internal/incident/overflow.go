@@ -33,24 +33,46 @@ const overflowRecheck = time.Minute
 // while restored ones are still unseen, is looked at again (members.go).
 const unseenRecheck = 5 * time.Second
 
+// namespaceCap is the stage that caps the open incidents of a namespace:
+// it counts them, and says when a namespace is full.
+type namespaceCap struct {
+	limit  int            // 0: no cap
+	openIn map[string]int // namespace → open incidents (overflow incidents not counted)
+}
+
+func newNamespaceCap(limit int) namespaceCap {
+	return namespaceCap{limit: limit, openIn: map[string]int{}}
+}
+
 // full reports whether f would open an incident in a namespace that has
 // its limit of open incidents. Cluster-scoped objects are not capped:
 // only cluster administrators make them.
-func (t *Tracker) full(f rules.Finding) bool {
+func (c *namespaceCap) full(f rules.Finding) bool {
 	ns := f.Object.Namespace
-	return t.opts.MaxOpenPerNamespace > 0 && ns != "" && t.openIn[ns] >= t.opts.MaxOpenPerNamespace
+	return c.limit > 0 && ns != "" && c.openIn[ns] >= c.limit
 }
 
-// countOpen keeps the number of open incidents per namespace (the
-// overflow incidents not counted) as inc opens (+1) or closes (-1).
-func (t *Tracker) countOpen(inc *Incident, d int) {
+// count keeps the number of open incidents per namespace (the overflow
+// incidents not counted) as inc opens (+1) or closes (-1).
+func (c *namespaceCap) count(inc *Incident, d int) {
 	ns := inc.Object.Namespace
 	if inc.Rule == OverflowRule || ns == "" {
 		return
 	}
-	if t.openIn[ns] += d; t.openIn[ns] <= 0 {
-		delete(t.openIn, ns)
+	if c.openIn[ns] += d; c.openIn[ns] <= 0 {
+		delete(c.openIn, ns)
 	}
+}
+
+// describe sets what an overflow incident's next notification says.
+func (c *namespaceCap) describe(inc *Incident) {
+	ns, limit := inc.Object.Name, c.limit
+	more := Thousands(inc.MemberCount)
+	inc.Title = fmt.Sprintf("Too many incidents in namespace %s: %s more problems held back", ns, more)
+	inc.Text = fmt.Sprintf("Namespace %s has %s open incidents, the most herald opens in one namespace (incidents.maxOpenPerNamespace), "+
+		"so that one namespace cannot bury every other alert. %s more problems there are held back until some resolve: %s.",
+		ns, Thousands(limit), more, inc.MemberNames())
+	inc.Facts = map[string]string{"limit": strconv.Itoa(limit), "heldBack": strconv.Itoa(inc.MemberCount), "objects": inc.MemberNames()}
 }
 
 // overflow records that object has a problem (f) its namespace has no
@@ -110,23 +132,11 @@ func (t *Tracker) overflow(object string, f rules.Finding, now time.Time) (strin
 
 var severityRank = map[string]int{"info": 1, "warning": 2, "critical": 3}
 
-// describeOverflow sets what an overflow incident's next notification
-// says.
-func (t *Tracker) describeOverflow(inc *Incident) {
-	ns, limit := inc.Object.Name, t.opts.MaxOpenPerNamespace
-	more := Thousands(inc.MemberCount)
-	inc.Title = fmt.Sprintf("Too many incidents in namespace %s: %s more problems held back", ns, more)
-	inc.Text = fmt.Sprintf("Namespace %s has %s open incidents, the most herald opens in one namespace (incidents.maxOpenPerNamespace), "+
-		"so that one namespace cannot bury every other alert. %s more problems there are held back until some resolve: %s.",
-		ns, Thousands(limit), more, inc.MemberNames())
-	inc.Facts = map[string]string{"limit": strconv.Itoa(limit), "heldBack": strconv.Itoa(inc.MemberCount), "objects": inc.MemberNames()}
-}
-
 // nameMembers says in a grouped incident's message which members it has
 // now (a few names and how many more).
 func (t *Tracker) nameMembers(inc *Incident) {
 	if inc.Rule == OverflowRule {
-		t.describeOverflow(inc)
+		t.nsCap.describe(inc)
 		return
 	}
 	if inc.MemberCount == 0 {

@@ -133,3 +133,35 @@ func TestOversizedIncidentFitsTheLedger(t *testing.T) {
 		t.Error("the oversized incident was not saved at all")
 	}
 }
+
+// TestNamespaceCapStage: the stage alone — a namespace is full at its
+// limit of open incidents, overflow incidents and cluster-scoped objects
+// are not counted, and closing makes room.
+func TestNamespaceCapStage(t *testing.T) {
+	c := newNamespaceCap(2)
+	f := finding("u1", "app", false, "1") // in namespace shop
+	a, b := &Incident{Object: f.Object}, &Incident{Object: f.Object}
+	c.count(a, 1)
+	if c.full(f) {
+		t.Fatal("full at 1 of 2")
+	}
+	c.count(&Incident{Rule: OverflowRule, Object: f.Object}, 1)
+	c.count(&Incident{Object: rules.ObjectRef{Kind: "Node", Name: "n1"}}, 1)
+	if c.full(f) {
+		t.Fatal("an overflow incident or a node's counted in the namespace")
+	}
+	c.count(b, 1)
+	if !c.full(f) {
+		t.Fatal("not full at 2 of 2")
+	}
+	if node := (rules.Finding{Object: rules.ObjectRef{Kind: "Node", Name: "n2"}}); c.full(node) {
+		t.Error("a cluster-scoped object is capped")
+	}
+	c.count(a, -1)
+	if c.full(f) || len(c.openIn) != 1 {
+		t.Errorf("closing one made no room: %v", c.openIn)
+	}
+	if none := newNamespaceCap(0); none.full(f) {
+		t.Error("a cap of 0 caps")
+	}
+}

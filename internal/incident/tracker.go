@@ -44,8 +44,8 @@ type Tracker struct {
 
 	mu   sync.Mutex
 	open map[string]*Incident // fingerprint → open incident
-	// openIn counts the open incidents of each namespace (overflow.go).
-	openIn map[string]int
+	// nsCap caps the open incidents of a namespace (overflow.go).
+	nsCap namespaceCap
 	// openByReason indexes open by reason → fingerprint (mute.go).
 	openByReason map[string]map[string]*Incident
 	resolved     map[string]*Incident // ID → resolved incident
@@ -84,7 +84,7 @@ func NewTracker(opts Options) *Tracker {
 		opts.Now = time.Now
 	}
 	return &Tracker{
-		opts: opts, open: map[string]*Incident{}, openIn: map[string]int{}, openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
+		opts: opts, open: map[string]*Incident{}, nsCap: newNamespaceCap(opts.MaxOpenPerNamespace), openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
 		byObject: map[string]map[string]bool{}, waits: newWaits(),
 		occurrences: map[string]int{}, pacer: newPacer(), muted: map[string]bool{}, settling: map[string]bool{},
 	}
@@ -141,7 +141,7 @@ func (t *Tracker) reconcile(object string, findings []rules.Finding, gone bool) 
 			soonest(left)
 			continue
 		}
-		if t.full(f) {
+		if t.nsCap.full(f) {
 			ofp, n, ok := t.overflow(object, f, now)
 			seen[ofp] = true
 			soonest(overflowRecheck)
