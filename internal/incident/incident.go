@@ -3,6 +3,30 @@
 // changes, and announced once more when it is over, however many times the
 // object changes in between, and whether or not herald restarted meanwhile:
 // the tracker's state is what the ledger persists.
+//
+// # The order of the policies
+//
+// Tracker.Reconcile consults, for each finding of an object, in this
+// order (docs/architecture.md says it for people):
+//
+//  1. an open incident of the finding's fingerprint continues: membership,
+//     then pacing of its updates (pacer, pacing.go) and repeats unless
+//     acknowledged (ack.go);
+//  2. a finding that only sustains a problem opens nothing;
+//  3. the wait of the rule's for: (waits, waits.go);
+//  4. the namespace's cap (namespaceCap, overflow.go): past it, the
+//     problem joins the namespace's overflow incident;
+//  5. otherwise an incident opens, flap damping counting its recent starts
+//     (flapping.go).
+//
+// Findings no longer seen leave their incidents, which resolve after the
+// hold-down (members.go). Every notification then passes muting —
+// silences, windows, annotations, inhibition (mute.go) — before it is
+// numbered and recorded as pending for each sink (record.go).
+//
+// waits, pacer and namespaceCap hold their own state and are tested alone
+// on a fake clock; muting, acknowledgement and flap damping still keep
+// theirs on the Tracker.
 package incident
 
 import (
