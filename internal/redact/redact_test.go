@@ -28,6 +28,10 @@ func TestRedact(t *testing.T) {
 		{"token ghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345 ok", "token <redacted GitHub token> ok"},
 		// A port and a path before an encoded "@" are not a password.
 		{"next=https%3A%2F%2Fhost%3A8443%2Fusers%2Fops%40example.com", "next=https%3A%2F%2Fhost%3A8443%2Fusers%2Fops%40example.com"},
+		// A numeric user and group is not a user and a password.
+		{"docker run --user 1000:1000 shop/api:1.2", "docker run --user 1000:1000 shop/api:1.2"},
+		{"token file /var/run/secrets/token9 mounted", "token file /var/run/secrets/token9 mounted"},
+		{`"POST /oauth/token HTTP/1.1" 200`, `"POST /oauth/token HTTP/1.1" 200`},
 		// A prefix inside a longer word is not a token's start.
 		{"xghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345", "xghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345"},
 		{"-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\nnext", "<redacted private key>\nnext"},

@@ -18,22 +18,37 @@ func netrcRule() rule {
 
 // userFlagRule: curl's -u user:password and --user user:password (and =):
 // the part after the first colon.
+// The user may be an e-mail address (-u ops@example.com:pw); a numeric
+// user and group (docker's --user 1000:1000) is not a password.
 func userFlagRule() rule {
-	re := regexp.MustCompile(`(?:^|[\s'"])(?:-u|--user)(?:[ \t]+|=)['"]?[^\s:'"@/]{1,128}:([^\s'"]+)`)
-	return rule{name: "user-flag", triggers: []string{"-u"}, find: group(re, Redacted, harmless)}
+	re := regexp.MustCompile(`(?:^|[\s'"])(?:-u|--user)(?:[ \t]+|=)['"]?([^\s:'"/]{1,128}):([^\s'"]+)`)
+	return rule{name: "user-flag", triggers: []string{"-u"}, find: func(t *text, out []span) []span {
+		for _, m := range re.FindAllStringSubmatchIndex(t.s, -1) {
+			user, pw := t.s[m[2]:m[3]], t.s[m[4]:m[5]]
+			if isPlaceholder(pw) || harmless(pw) || digits(user) && digits(pw) {
+				continue
+			}
+			out = append(out, span{m[4], m[5], Redacted})
+		}
+		return out
+	}}
+}
+
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // spokenWords are the key words a secret follows after a space, in prose
 // or a shell ("passwd s3cr3t", "set PGPASSWORD to …", "apikey …"). Not
 // "secret", which names Kubernetes Secrets (secret "db-creds" not found).
-var spokenKey = regexp.MustCompile(`(?i)\b(?:password|passwd|passphrase|pgpassword|mysql_pwd|api[_-]?key|token)(?:[ \t]+(?:to|is|was|of))?[ \t]+`)
+var spokenKey = regexp.MustCompile(`(?i)(?:\b|_)(?:password|passwd|passphrase|pgpassword|mysql_pwd|api[ _-]?key|token)(?:[ \t]+(?:to|is|was|of))?[ \t]+`)
 
 // spokenRule: a spoken key word, then a value that is quoted (any value:
 // password 'correct horse') or looks like a secret (letters with a digit
 // and a digit: "token expired" and "password for bob" stay). A pagination
 // or counting token (next page token X, token 42) is not one.
 func spokenRule() rule {
-	return rule{name: "spoken", triggers: []string{"passw", "passp", "pgpassword", "mysql_pwd", "apikey", "api_key", "api-key", "token"},
+	return rule{name: "spoken", triggers: []string{"passw", "passp", "pgpassword", "mysql_pwd", "apikey", "api_key", "api-key", "api key", "token"},
 		find: func(t *text, out []span) []span {
 			s := t.s
 			for _, m := range spokenKey.FindAllStringIndex(s, -1) {
@@ -44,13 +59,13 @@ func spokenRule() rule {
 				if at < len(s) && (s[at] == '\'' || s[at] == '"') {
 					q := s[at]
 					end := strings.IndexByte(s[at+1:], q)
-					if end <= 0 || end > 256 || strings.IndexByte(s[at+1:at+1+end], '\n') >= 0 {
+					if end > 0 && end <= 256 && strings.IndexByte(s[at+1:at+1+end], '\n') < 0 {
+						if v := s[at+1 : at+1+end]; !isPlaceholder(v) && !harmless(v) {
+							out = append(out, span{at + 1, at + 1 + end, Redacted})
+						}
 						continue
 					}
-					if v := s[at+1 : at+1+end]; !isPlaceholder(v) && !harmless(v) {
-						out = append(out, span{at + 1, at + 1 + end, Redacted})
-					}
-					continue
+					at++ // a quote never closed: the value runs as if unquoted
 				}
 				end := at
 				for end < len(s) && !strings.ContainsRune(" \t\r\n'\"", rune(s[end])) {
@@ -91,10 +106,16 @@ func notSecretBefore(s string, i int) bool {
 }
 
 // secretLooking: at least 6 bytes with a letter and a digit — not a
-// word, a number, a path, a URL or a key=value pair of its own.
+// word, a number, a path, a URL or a key=value pair of its own (a "/"
+// inside a long value without dots and "=" padding at the end, as base64
+// has, are a secret's).
 func secretLooking(v string) bool {
-	if len(v) < 6 || strings.ContainsAny(v, "=/<>") {
+	body := strings.TrimRight(v, "=")
+	if len(v) < 6 || strings.ContainsAny(body, "=<>") || strings.HasPrefix(v, "/") || strings.HasPrefix(v, ".") || strings.Contains(v, "://") {
 		return false
+	}
+	if strings.Contains(v, "/") && (len(v) < 12 || strings.Contains(v, ".")) {
+		return false // a path or a protocol (HTTP/1.1), not base64
 	}
 	var letter, digit bool
 	for i := 0; i < len(v); i++ {
