@@ -32,6 +32,10 @@ func TestRedact(t *testing.T) {
 		{"docker run --user 1000:1000 shop/api:1.2", "docker run --user 1000:1000 shop/api:1.2"},
 		{"token file /var/run/secrets/token9 mounted", "token file /var/run/secrets/token9 mounted"},
 		{`"POST /oauth/token HTTP/1.1" 200`, `"POST /oauth/token HTTP/1.1" 200`},
+		{"list next_page_token CgwI8abc12 size=50", "list next_page_token CgwI8abc12 size=50"},
+		{`SyntaxError: Unexpected token '<', "<!DOCTYPE "... is not valid JSON`, `SyntaxError: Unexpected token '<', "<!DOCTYPE "... is not valid JSON`},
+		{"git push -u git@github.com:org/repo.git main", "git push -u git@github.com:org/repo.git main"},
+		{"the admin password /Xk3pQ9Zr2b+Lw== was set", "the admin password <redacted> was set"},
 		// A prefix inside a longer word is not a token's start.
 		{"xghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345", "xghp_R2d2C3poL0ngT0kenF0rT3st1ngAbcd12345"},
 		{"-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\nnext", "<redacted private key>\nnext"},

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -25,7 +26,9 @@ func userFlagRule() rule {
 	return rule{name: "user-flag", triggers: []string{"-u"}, find: func(t *text, out []span) []span {
 		for _, m := range re.FindAllStringSubmatchIndex(t.s, -1) {
 			user, pw := t.s[m[2]:m[3]], t.s[m[4]:m[5]]
-			if isPlaceholder(pw) || harmless(pw) || digits(user) && digits(pw) {
+			// git's and rsync's -u take user@host:path, not a password.
+			remote := strings.Contains(user, "@") && (strings.HasPrefix(pw, "/") || strings.HasPrefix(pw, "~") || strings.HasSuffix(pw, ".git"))
+			if isPlaceholder(pw) || harmless(pw) || digits(user) && digits(pw) || remote {
 				continue
 			}
 			out = append(out, span{m[4], m[5], Redacted})
@@ -60,7 +63,7 @@ func spokenRule() rule {
 					q := s[at]
 					end := strings.IndexByte(s[at+1:], q)
 					if end > 0 && end <= 256 && strings.IndexByte(s[at+1:at+1+end], '\n') < 0 {
-						if v := s[at+1 : at+1+end]; !isPlaceholder(v) && !harmless(v) {
+						if v := s[at+1 : at+1+end]; len(v) >= 4 && !isPlaceholder(v) && !harmless(v) {
 							out = append(out, span{at + 1, at + 1 + end, Redacted})
 						}
 						continue
@@ -97,12 +100,10 @@ func notSecretBefore(s string, i int) bool {
 		k--
 	}
 	prev := strings.ToLower(s[k:j])
-	for _, w := range notSecretTokens {
-		if prev == w {
-			return true
-		}
+	if i := strings.LastIndexAny(prev, "_-"); i >= 0 {
+		prev = prev[i+1:] // next_page_token: the word is "page"
 	}
-	return false
+	return prev == "unexpected" || slices.Contains(notSecretTokens, prev) // a parser's "Unexpected token '<'"
 }
 
 // secretLooking: at least 6 bytes with a letter and a digit — not a
@@ -111,7 +112,8 @@ func notSecretBefore(s string, i int) bool {
 // has, are a secret's).
 func secretLooking(v string) bool {
 	body := strings.TrimRight(v, "=")
-	if len(v) < 6 || strings.ContainsAny(body, "=<>") || strings.HasPrefix(v, "/") || strings.HasPrefix(v, ".") || strings.Contains(v, "://") {
+	path := strings.HasPrefix(v, "/") && !mixed(v) // "/Xk3pQ9Zr2b+Lw==" is base64
+	if len(v) < 6 || strings.ContainsAny(body, "=<>") || path || strings.HasPrefix(v, ".") || strings.Contains(v, "://") {
 		return false
 	}
 	if strings.Contains(v, "/") && (len(v) < 12 || strings.Contains(v, ".")) {
