@@ -50,6 +50,10 @@ type elector struct {
 	observed   coordinationv1.LeaseSpec
 	observedAt time.Time
 	leading    bool
+	// termOver is set when a term is lost, until the next renew loop: a
+	// renewal answered after the loss does not make this replica lead
+	// again.
+	termOver bool
 	// lastErr is the last failed request's error, said when the lease is
 	// lost (each failure is only logged at debug level).
 	lastErr error

@@ -26,6 +26,9 @@ var errLost = errors.New("lease not renewed within the renew deadline")
 // deadline, as client-go does, without timing anything from an answer.
 // The Lease names another holder: lost at once.
 func (e *elector) renew(ctx context.Context) error {
+	e.mu.Lock()
+	e.termOver = false
+	e.mu.Unlock()
 	s := newRenewSchedule(e.o.RetryPeriod, e.o.RenewDeadline, e.lastRenewal())
 	type answer struct {
 		sent      time.Time
@@ -69,7 +72,7 @@ func (e *elector) renew(ctx context.Context) error {
 func (e *elector) lost(why error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.leading = false
+	e.leading, e.termOver = false, true
 	if why == nil {
 		why = e.lastErr
 	}
@@ -108,7 +111,7 @@ func (e *elector) renewOnce(ctx context.Context, sent time.Time) (ok, taken bool
 func (e *elector) observeRenewal(l *coordinationv1.Lease, sent time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if sent.Before(e.observedAt) {
+	if sent.Before(e.observedAt) || e.termOver {
 		return
 	}
 	e.lease, e.observed, e.observedAt = l, l.Spec, sent

@@ -162,3 +162,25 @@ func TestTimingsClientGoRefusesAreRefused(t *testing.T) {
 		t.Error("renew deadline 2.5 s, retry period 2 s was refused")
 	}
 }
+
+// TestARenewalAnsweredAfterTheLossLeadsNoMore: a renewal sent before the
+// term was lost and answered after it does not make the replica lead
+// again; the next term's renewals count.
+func TestARenewalAnsweredAfterTheLossLeadsNoMore(t *testing.T) {
+	e := candidate(nil, "a", 15*time.Second)
+	id := "a"
+	self := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: &id}}
+	sent := time.Now()
+	e.lost(nil)
+	e.observeRenewal(self, sent.Add(time.Second))
+	if e.isLeading() {
+		t.Fatal("a renewal answered after the loss made the replica lead again")
+	}
+	e.mu.Lock()
+	e.termOver = false // what the next term's renew loop does first
+	e.mu.Unlock()
+	e.observeRenewal(self, sent.Add(2*time.Second))
+	if !e.isLeading() {
+		t.Fatal("the next term's renewal did not count")
+	}
+}
