@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,7 +148,48 @@ type Options struct {
 }
 
 // Executor carries out presses.
-type Executor struct{ opts Options }
+type Executor struct {
+	opts Options
+	// silencing serialises the silence presses of one incident: two
+	// people pressing at once would each find no silence and each make
+	// one. Presses of other incidents go side by side.
+	silencing keyedLock
+}
+
+// keyedLock is a mutex per key, kept while anyone holds or waits for it.
+type keyedLock struct {
+	mu   sync.Mutex
+	keys map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedLock) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.keys == nil {
+		k.keys = map[string]*keyedEntry{}
+	}
+	e := k.keys[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.keys[key] = e
+	}
+	e.users++
+	k.mu.Unlock()
+	e.Lock()
+	return func() {
+		e.Unlock()
+		k.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(k.keys, key)
+		}
+		k.mu.Unlock()
+	}
+}
 
 // New makes an Executor.
 func New(opts Options) *Executor {
@@ -191,6 +233,7 @@ func SilenceName(key string) string {
 }
 
 func (x *Executor) silence(ctx context.Context, p Press, inc incident.Incident, d time.Duration) Result {
+	defer x.silencing.lock(inc.ID)()
 	if !inc.ResolvedAt.IsZero() {
 		return Result{Outcome: Refused, Say: "Incident " + inc.ID + " has resolved: nothing to silence."}
 	}

@@ -3,7 +3,9 @@ package actions
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,12 +21,15 @@ import (
 // memSilences keeps Silences in memory as the API server would: a second
 // create of one name fails as AlreadyExists.
 type memSilences struct {
+	mu   sync.Mutex
 	objs map[string]*unstructured.Unstructured
 }
 
 var silenceGR = schema.GroupResource{Group: "herald.io", Resource: "silences"}
 
 func (m *memSilences) Create(_ context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	key := obj.GetNamespace() + "/" + obj.GetName()
 	if m.objs[key] != nil {
 		return nil, apierrors.NewAlreadyExists(silenceGR, obj.GetName())
@@ -34,6 +39,8 @@ func (m *memSilences) Create(_ context.Context, obj *unstructured.Unstructured) 
 }
 
 func (m *memSilences) Get(_ context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if o := m.objs[ns+"/"+name]; o != nil {
 		return o.DeepCopy(), nil
 	}
@@ -41,6 +48,8 @@ func (m *memSilences) Get(_ context.Context, ns, name string) (*unstructured.Uns
 }
 
 func (m *memSilences) List(_ context.Context, ns string, labels map[string]string) ([]unstructured.Unstructured, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var out []unstructured.Unstructured
 	for _, o := range m.objs {
 		if o.GetNamespace() != ns {
@@ -58,6 +67,8 @@ func (m *memSilences) List(_ context.Context, ns string, labels map[string]strin
 }
 
 func (m *memSilences) Delete(_ context.Context, ns, name string, uid types.UID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	o := m.objs[ns+"/"+name]
 	if o == nil {
 		return apierrors.NewNotFound(silenceGR, name)
@@ -234,4 +245,48 @@ func mutedIncident(t *testing.T, tr *incident.Tracker) incident.Incident {
 	}
 	t.Fatal("no muted incident")
 	return incident.Incident{}
+}
+
+// meetingSilences lets two Lists meet: each waits (a while at most) for
+// another, so that two presses at once both read before either creates.
+type meetingSilences struct {
+	*memSilences
+	arrived chan struct{}
+}
+
+func (m meetingSilences) List(ctx context.Context, ns string, labels map[string]string) ([]unstructured.Unstructured, error) {
+	select {
+	case m.arrived <- struct{}{}:
+	case <-m.arrived:
+	case <-time.After(2 * time.Second): // alone: the other press waits its turn
+	}
+	return m.memSilences.List(ctx, ns, labels)
+}
+
+// TestTwoPeoplePressSilenceAtOnce: two people press Silence on one
+// incident at the same moment: one Silence is made, the other press is
+// told it is silenced already.
+func TestTwoPeoplePressSilenceAtOnce(t *testing.T) {
+	s := newSetup(t, "shop")
+	x := New(Options{Incidents: s.tracker, Silences: meetingSilences{s.silences, make(chan struct{})}, Logger: slog.New(slog.DiscardHandler),
+		Dispatch: func(context.Context, incident.Notification) error { return nil }})
+	bob := Actor{Via: "slack", ID: "U0BOB1", Name: "bob"}
+	var wg sync.WaitGroup
+	results := make([]Result, 2)
+	for i, who := range []Actor{ana, bob} {
+		wg.Go(func() {
+			results[i] = x.Do(context.Background(), Press{Key: who.ID + "/1700000000.1/herald_silence_1h", Kind: Silence1h, IncidentID: s.id, Actor: who})
+		})
+	}
+	wg.Wait()
+	s.silences.mu.Lock()
+	n := len(s.silences.objs)
+	s.silences.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d Silences for one incident pressed twice at once: %+v", n, results)
+	}
+	outcomes := []Outcome{results[0].Outcome, results[1].Outcome}
+	if !slices.Contains(outcomes, Done) || !slices.Contains(outcomes, Already) {
+		t.Errorf("outcomes %v, want one done and one already", outcomes)
+	}
 }
