@@ -56,6 +56,7 @@ func TestConfigMapLedger(t *testing.T) {
 	t.Run("HandEditConflicts", func(t *testing.T) { ledgerHandEditConflicts(t, typed) })
 	t.Run("FinalWriteFenced", func(t *testing.T) { ledgerFinalWriteFenced(t, env.Config, typed) })
 	t.Run("Waits", func(t *testing.T) { ledgerWaits(t, typed) })
+	t.Run("LastEpoch", func(t *testing.T) { ledgerLastEpoch(t, typed) })
 }
 
 // ledgerAdopt: a ConfigMap named like a shard but not labelled as one (a
@@ -397,5 +398,21 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	}
 	if _, ok := shards()["arch-a-99"]; ok {
 		t.Error("the unreadable archive shard is still there after a save")
+	}
+}
+
+// ledgerLastEpoch: a claim holding the last epoch there is (an edit by
+// hand) is refused with what to do, rather than wrapped to 0, which would
+// order the new writer's shards before every earlier one's.
+func ledgerLastEpoch(t *testing.T, typed *kube.Client) {
+	ctx := context.Background()
+	store := NewConfigMapStore(typed, "default", "last-epoch")
+	if _, err := typed.CreateConfigMap(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: store.claimName(), Namespace: "default"},
+		Data: map[string]string{"holder": "someone-else", "epoch": "18446744073709551615"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := store.Claim(ctx)
+	if err == nil || !strings.Contains(err.Error(), "last epoch") || !strings.Contains(err.Error(), "kubectl delete configmap -n default last-epoch-claim") {
+		t.Fatalf("claiming after the last epoch: %v (epoch %d)", err, store.Epoch())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -202,6 +203,12 @@ func (s *ConfigMapStore) Claim(ctx context.Context) error {
 		s.claimVersion = cm.ResourceVersion
 		if cm.Data["holder"] != s.token {
 			prev, _ := strconv.ParseUint(cm.Data["epoch"], 10, 64) // none: written before epochs
+			if prev == math.MaxUint64 {
+				// One more would wrap to 0 and order this store's writes
+				// before every earlier writer's.
+				return fmt.Errorf("the ledger's claim %s/%s holds the last epoch there is (%d, edited by hand?): delete it (kubectl delete configmap -n %s %s) and herald starts the epochs again",
+					s.namespace, s.claimName(), prev, s.namespace, s.claimName())
+			}
 			s.epoch = prev + 1
 		}
 	}
