@@ -20,14 +20,23 @@ func Bound(s string, n int) string {
 }
 
 // DropCutWord removes the last word of a text that was cut short: back to
-// the last space, tab or line break (all of it when there is none). A
-// secret cut in two is a shape no rule knows, and redacting what comes
-// before it shortens the text, which can pull the fragment into the part
-// that is kept.
+// the last space, tab or line break. A secret cut in two is a shape no
+// rule knows, and redacting what comes before it shortens the text, which
+// can pull the fragment into the part that is kept. A text with no
+// whitespace at all (one long JSON line, a query string) is cut back to
+// its last separator instead — a quote, a bracket, a comma, "=", ":",
+// "&" — which a token does not hold: what follows it goes, the key before
+// it stays (all of it goes when there is none).
 func DropCutWord(s string) string {
-	i := strings.LastIndexAny(s, " \t\r\n")
-	if i < 0 {
-		return ""
+	if i := strings.LastIndexAny(s, " \t\r\n"); i >= 0 {
+		return s[:i]
 	}
-	return s[:i]
+	if i := strings.LastIndexAny(s, separators); i >= 0 {
+		return s[:i+1]
+	}
+	return ""
 }
+
+// separators end a key or a value in text without whitespace; a token
+// holds none of them.
+const separators = `"',;{}[]()<>&|=:`

@@ -76,3 +76,20 @@ func TestSecretKey(t *testing.T) {
 		}
 	}
 }
+
+// TestDropCutWord: a text cut short loses the word the cut fell in; one
+// with no whitespace (a long JSON line) is cut back to its last
+// separator, not emptied, and keeps no fragment of the cut value.
+func TestDropCutWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"exit 1: dial db password hunt":                    "exit 1: dial db password",
+		`{"user":"app","db":"shop","password":"hunter2-lo`: `{"user":"app","db":"shop","password":"`,
+		"GET /x?q=red&page=2&token=ghp_R2d2C3poL0ng":       "GET", // whitespace first
+		"/api?q=red&page=2&token=ghp_R2d2C3poL0ng":         "/api?q=red&page=2&token=",
+		"ghp_R2d2C3poL0ngT0ken":                            "",
+	} {
+		if got := DropCutWord(in); got != want {
+			t.Errorf("DropCutWord(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
