@@ -1,0 +1,115 @@
+package incident
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Reading the ledger: every shard, the newest copy of each incident.
+
+// Load implements Store.
+func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([]Incident, error) {
+	list, err := s.client.ListConfigMaps(ctx, s.namespace, metav1.ListOptions{LabelSelector: s.selector()})
+	if err != nil {
+		return nil, fmt.Errorf("reading the ledger ConfigMaps in %s: %w", s.namespace, err)
+	}
+	// An incident may have copies in two shards (a stale one in a sealed
+	// archive shard, a save that stopped half way, a deposed leader's
+	// save): the copy in the shard of the newest (epoch, generation) is
+	// the current one.
+	type current struct {
+		inc   Incident
+		gen   [2]uint64
+		shard string
+	}
+	best := map[string]current{}
+	var order []string
+	archiveShards := map[string]int{} // archive shard name → its number
+	for i := range list.Items {
+		cm := &list.Items[i]
+		if s.claimed && cm.Annotations[writerAnnotation] != s.token {
+			marked, err := s.markShard(ctx, cm)
+			if err != nil {
+				return nil, err
+			}
+			if marked == nil {
+				continue // deleted since it was listed (its incidents are in another shard)
+			}
+			cm = marked
+		}
+		s.versions[cm.Name] = cm.ResourceVersion
+		// None: 0, written before generations (or epochs).
+		epoch, _ := strconv.ParseUint(cm.Annotations[epochAnnotation], 10, 64)
+		counter, _ := strconv.ParseUint(cm.Annotations[generationAnnotation], 10, 64)
+		gen := [2]uint64{epoch, counter}
+		s.gen = max(s.gen, counter)
+		n, isArchive := archiveShardNumber(s.name, cm.Name)
+		if isArchive {
+			// Tracked even if unreadable: holding nothing current, it is
+			// deleted at the next save (a hashed one is rewritten).
+			archiveShards[cm.Name] = n
+		}
+		incs, skipped, err := decodeShard(cm.Data[dataKey])
+		if err != nil {
+			warn("ledger ConfigMap is unreadable; its incidents will be treated as new", "configmap", s.namespace+"/"+cm.Name, "error", err)
+			continue
+		}
+		if skipped > 0 {
+			warn("ledger entries without an ID skipped", "configmap", s.namespace+"/"+cm.Name, "entries", skipped)
+		}
+		for _, inc := range incs {
+			if isArchive && inc.Ended == EndedWaiting {
+				// A herald that did not know waits archived it as
+				// history; this one keeps waits in the hashed shards
+				// only, so an archived copy is stale (waits.go).
+				continue
+			}
+			b, seen := best[inc.ID]
+			if seen && slices.Compare(b.gen[:], gen[:]) > 0 {
+				continue
+			}
+			if !seen {
+				order = append(order, inc.ID)
+			}
+			best[inc.ID] = current{inc: inc, gen: gen, shard: cm.Name}
+		}
+		if !isArchive {
+			s.written[cm.Name] = cm.Data[dataKey]
+		}
+	}
+	holds := map[string][]string{}
+	out := make([]Incident, 0, len(order))
+	for _, id := range order {
+		c := best[id]
+		out = append(out, c.inc)
+		if _, ok := archiveShards[c.shard]; ok && archivable(&c.inc) {
+			holds[c.shard] = append(holds[c.shard], id)
+		}
+	}
+	for name, n := range archiveShards {
+		s.archive.loaded(name, n, holds[name]) // sealed; one holding nothing current goes at the next save
+	}
+	return out, nil
+}
+
+// decodeShard reads one ledger ConfigMap's incidents, leaving out (and
+// counting) entries without the identity everything else keys on.
+func decodeShard(data string) (incs []Incident, skipped int, err error) {
+	var all []Incident
+	if err := json.Unmarshal([]byte(data), &all); err != nil {
+		return nil, 0, err
+	}
+	for _, inc := range all {
+		if inc.ID == "" || inc.Fingerprint == "" {
+			skipped++
+			continue
+		}
+		incs = append(incs, inc)
+	}
+	return incs, skipped, nil
+}
