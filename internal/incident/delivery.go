@@ -2,22 +2,27 @@ package incident
 
 import (
 	"slices"
-	"strings"
 )
 
 // This file is the tracker's delivery bookkeeping: which sinks have not
 // accepted which notification yet, and where a sink's message about an
 // incident is.
 
+// deliveries is the tracker's delivery bookkeeping: what each incident
+// still owes which sink (its Pending, persisted with it), and the sinks'
+// references to their messages.
+type deliveries struct{ t *Tracker }
+
 // Delivered records that sink accepted n; a digest counts for every
 // notification it summarises.
-func (t *Tracker) Delivered(n Notification, sink string) {
+func (d deliveries) Delivered(n Notification, sink string) {
 	if n.Transition == Digest {
-		for _, d := range n.Digest {
-			t.Delivered(d, sink)
+		for _, each := range n.Digest {
+			d.Delivered(each, sink)
 		}
 		return
 	}
+	t := d.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	inc := t.byID(n.Incident.ID)
@@ -38,7 +43,8 @@ func (t *Tracker) Delivered(n Notification, sink string) {
 }
 
 // Ref returns what sink stored for an incident with SetRef ("" if none).
-func (t *Tracker) Ref(incidentID, sink string) string {
+func (d deliveries) Ref(incidentID, sink string) string {
+	t := d.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if inc := t.byID(incidentID); inc != nil {
@@ -49,7 +55,8 @@ func (t *Tracker) Ref(incidentID, sink string) string {
 
 // SetRef stores a sink's reference to its message about an incident; it
 // is persisted with the incident, so edits in place survive a restart.
-func (t *Tracker) SetRef(incidentID, sink, ref string) {
+func (d deliveries) SetRef(incidentID, sink, ref string) {
+	t := d.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	inc := t.byID(incidentID)
@@ -63,22 +70,11 @@ func (t *Tracker) SetRef(incidentID, sink, ref string) {
 	t.touch(inc)
 }
 
-// byID finds an open or retained incident; t.mu must be held.
-func (t *Tracker) byID(id string) *Incident {
-	if inc := t.resolved[id]; inc != nil {
-		return inc
-	}
-	fp, _, _ := strings.Cut(id, "-") // IDs are <fingerprint>-<occurrence>
-	if inc := t.open[fp]; inc != nil && inc.ID == id {
-		return inc
-	}
-	return nil
-}
-
 // Undelivered returns, for every notification some sink has not accepted,
 // a copy addressed to just those sinks, oldest first: what a new leader or
 // a restarted herald must still send.
-func (t *Tracker) Undelivered() []Notification {
+func (d deliveries) Undelivered() []Notification {
+	t := d.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []Notification
@@ -98,7 +94,8 @@ func (t *Tracker) Undelivered() []Notification {
 // the ledger does not keep): what receivers that must hear of an open
 // alert again and again (sinks.Refresher) were last told, for a new
 // leader or a restarted herald to keep telling them.
-func (t *Tracker) Announced() []Notification {
+func (d deliveries) Announced() []Notification {
+	t := d.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []Notification
@@ -114,7 +111,8 @@ func (t *Tracker) Announced() []Notification {
 
 // Lookup returns a copy of the open or retained incident id: what an
 // action from a message (a button) acts on.
-func (t *Tracker) Lookup(id string) (Incident, bool) {
+func (d deliveries) Lookup(id string) (Incident, bool) {
+	t := d.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	inc := t.byID(id)

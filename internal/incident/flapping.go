@@ -23,58 +23,59 @@ type FlapOptions struct {
 	Window, Quiet time.Duration
 }
 
-// recentStarts is the Starts of a new occurrence of fp starting now: the
-// previous occurrence's within the window, and now.
-func (t *Tracker) recentStarts(fp string, now time.Time) []time.Time {
-	f := t.opts.Flapping
-	if f.Starts <= 0 {
+// flapping is the stage of flap damping: it gives a new occurrence its
+// recent starts, and marks an incident flapping where a resolution would
+// otherwise be said.
+type flapping struct {
+	cfg FlapOptions
+	t   *Tracker // for FlappingByRule
+}
+
+// starts is the Starts of a new occurrence starting now: those of the
+// previous occurrence (prev, nil: none retained) within the window, and
+// now.
+func (f *flapping) starts(prev *Incident, now time.Time) []time.Time {
+	if f.cfg.Starts <= 0 {
 		return nil
 	}
 	var starts []time.Time
-	if prev := t.resolved[t.lastResolved[fp]]; prev != nil {
+	if prev != nil {
 		for _, s := range prev.Starts {
-			if now.Sub(s) < f.Window {
+			if now.Sub(s) < f.cfg.Window {
 				starts = append(starts, s)
 			}
 		}
 	}
 	// Only the last Starts matter; keep the ledger entry small.
-	if len(starts) >= f.Starts {
-		starts = starts[len(starts)-f.Starts+1:]
+	if len(starts) >= f.cfg.Starts {
+		starts = starts[len(starts)-f.cfg.Starts+1:]
 	}
 	return append(starts, now)
 }
 
-// markFlapping marks inc flapping if its problem started often enough
-// within the window, and returns what the update that says so says.
-func (t *Tracker) markFlapping(inc *Incident, now time.Time) (string, bool) {
-	f := t.opts.Flapping
-	if f.Starts <= 0 || inc.Flapping {
+// mark marks inc flapping if its problem started often enough within the
+// window, and returns what the update that says so says.
+func (f *flapping) mark(inc *Incident, now time.Time) (string, bool) {
+	if f.cfg.Starts <= 0 || inc.Flapping {
 		return "", false
 	}
 	n := 0
 	for _, s := range inc.Starts {
-		if now.Sub(s) < f.Window {
+		if now.Sub(s) < f.cfg.Window {
 			n++
 		}
 	}
-	if n < f.Starts {
+	if n < f.cfg.Starts {
 		return "", false
 	}
 	inc.Flapping = true
-	t.touch(inc)
-	return fmt.Sprintf("flapping: started %d times in %s; resolves after %s without the problem", n, Duration(f.Window), Duration(f.Quiet)), true
+	return fmt.Sprintf("flapping: started %d times in %s; resolves after %s without the problem", n, Duration(f.cfg.Window), Duration(f.cfg.Quiet)), true
 }
 
 // FlappingByRule counts the open incidents marked flapping, by rule.
-func (t *Tracker) FlappingByRule() map[string]int {
+func (f *flapping) FlappingByRule() map[string]int {
+	t := f.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := map[string]int{}
-	for _, inc := range t.open {
-		if inc.Flapping {
-			out[inc.Rule]++
-		}
-	}
-	return out
+	return t.countOpen(func(inc *Incident) string { return inc.Rule }, func(inc *Incident) bool { return inc.Flapping })
 }

@@ -4,29 +4,36 @@
 // object changes in between, and whether or not herald restarted meanwhile:
 // the tracker's state is what the ledger persists.
 //
-// # The order of the policies
+// # The tracker and its stages
 //
-// Tracker.Reconcile consults, for each finding of an object, in this
-// order (docs/architecture.md says it for people):
+// The Tracker owns the incidents and their identity (its book, book.go):
+// fingerprints, open and resolved incidents, which objects are members of
+// what, occurrence numbers, and the snapshot the ledger persists. Each
+// policy that decides whether and when to speak is a stage: a type of
+// its own, in its own file, holding its own state, tested alone on a fake
+// clock (stages_test.go and the stage's own tests).
 //
-//  1. an open incident of the finding's fingerprint continues: membership,
-//     then pacing of its updates (pacer, pacing.go) and repeats unless
-//     acknowledged (ack.go);
+// # The order of the stages
+//
+// This is the one place the order is written (docs/architecture.md says
+// it for people). Tracker.Reconcile, for each finding of an object:
+//
+//  1. an open incident of the finding's fingerprint continues: its
+//     membership changes, then its updates are paced (pacer, pacing.go)
+//     and its repeats are quieted once acknowledged (Acks, ack.go);
 //  2. a finding that only sustains a problem opens nothing;
-//  3. the wait of the rule's for: (waits, waits.go);
+//  3. pending: the rule's for: is waited out (waits, waits.go);
 //  4. the namespace's cap (namespaceCap, overflow.go): past it, the
 //     problem joins the namespace's overflow incident;
-//  5. otherwise an incident opens, flap damping counting its recent starts
-//     (flapping.go).
+//  5. otherwise an incident opens, flap damping (flapping, flapping.go)
+//     giving it its recent starts.
 //
-// Findings no longer seen leave their incidents, which resolve after the
-// hold-down (members.go). Every notification then passes muting —
-// silences, windows, annotations, inhibition (mute.go) — before it is
-// numbered and recorded as pending for each sink (record.go).
-//
-// waits, pacer and namespaceCap hold their own state and are tested alone
-// on a fake clock; muting, acknowledgement and flap damping still keep
-// theirs on the Tracker.
+// For a finding no longer seen, its incident resolves after the hold-down
+// — none if the member was settling (waits) — unless flap damping keeps
+// it open (flapping). Every notification then passes muting — silences,
+// windows, annotations, inhibition (muting, mute.go) — before it is
+// numbered and recorded as pending for each sink (notify and record,
+// record.go; deliveries, delivery.go, keeps what each sink still owes).
 package incident
 
 import (

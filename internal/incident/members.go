@@ -150,22 +150,12 @@ func (t *Tracker) MembersSeen() []Notification {
 		// With no member left, the next reconcile of an object still
 		// indexed (leave keeps one, and asks for it) resolves it.
 		if inc.Grouped && inc.MemberCount > 0 && inc.MemberCount != inc.NotifiedMembers {
-			if n, ok := t.update(inc, now, true); ok {
+			if n, ok := t.pacer.update(inc, now, true); ok {
 				notes = append(notes, n)
 			}
 		}
 	}
 	return notes
-}
-
-// sortedOpen lists the open fingerprints in order; t.mu must be held.
-func (t *Tracker) sortedOpen() []string {
-	out := make([]string, 0, len(t.open))
-	for fp := range t.open {
-		out = append(out, fp)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // MemberNames lists the names of an incident's first members, and how

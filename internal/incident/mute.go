@@ -63,94 +63,98 @@ type Open interface {
 	WithReason(reason string) iter.Seq[*Incident]
 }
 
-// openView is the tracker's Open; t.mu must be held while it is used.
-type openView struct{ t *Tracker }
-
-func (v openView) All() iter.Seq[*Incident] { return maps.Values(v.t.open) }
-
-func (v openView) WithReason(reason string) iter.Seq[*Incident] {
-	return maps.Values(v.t.openByReason[reason])
+// muting is the stage that holds back what silences, windows and
+// inhibitions mute. It keeps which open incidents are muted, an index of
+// the open incidents by reason (for the Muter's inhibitions), and when
+// the mutes were last asked about.
+type muting struct {
+	muter Muter
+	// told is told of each notification held back (Options.Muted).
+	told func(inc *Incident, tr Transition, m Mute)
+	// versionAt is Options.MuteVersion.
+	versionAt func(now time.Time) uint64
+	// muted lists the open incidents whose notifications a silence,
+	// window or inhibition holds back (MutedBy).
+	muted map[string]bool
+	// byReason indexes the open incidents by reason → fingerprint.
+	byReason map[string]map[string]*Incident
+	// seenVersion is the version announced incidents were last checked
+	// at, checked when every muted incident last was.
+	seenVersion uint64
+	checked     time.Time
+	t           *Tracker // to say what is owed when a mute ends
 }
 
-// addOpen and removeOpen keep t.open and its index by reason together.
-func (t *Tracker) addOpen(inc *Incident) {
-	if t.open[inc.Fingerprint] == nil {
-		t.nsCap.count(inc, 1)
-	}
-	t.open[inc.Fingerprint] = inc
-	byFP := t.openByReason[inc.Reason]
+func newMuting(opts Options) muting {
+	return muting{muter: opts.Muter, told: opts.Muted, versionAt: opts.MuteVersion,
+		muted: map[string]bool{}, byReason: map[string]map[string]*Incident{}}
+}
+
+// openView is the tracker's Open; the tracker's lock must be held while
+// it is used.
+type openView struct{ m *muting }
+
+func (v openView) All() iter.Seq[*Incident] { return maps.Values(v.m.t.open) }
+
+func (v openView) WithReason(reason string) iter.Seq[*Incident] {
+	return maps.Values(v.m.byReason[reason])
+}
+
+// opened and closed keep the index by reason as incidents open and close.
+func (m *muting) opened(inc *Incident) {
+	byFP := m.byReason[inc.Reason]
 	if byFP == nil {
 		byFP = map[string]*Incident{}
-		t.openByReason[inc.Reason] = byFP
+		m.byReason[inc.Reason] = byFP
 	}
 	byFP[inc.Fingerprint] = inc
 }
 
-func (t *Tracker) removeOpen(fp string) {
-	if inc := t.open[fp]; inc != nil {
-		t.nsCap.count(inc, -1)
-		delete(t.openByReason[inc.Reason], fp)
-		if len(t.openByReason[inc.Reason]) == 0 {
-			delete(t.openByReason, inc.Reason)
-		}
+func (m *muting) closed(inc *Incident) {
+	delete(m.byReason[inc.Reason], inc.Fingerprint)
+	if len(m.byReason[inc.Reason]) == 0 {
+		delete(m.byReason, inc.Reason)
 	}
-	delete(t.open, fp)
 }
 
-// notify makes the incident's next notification unless it is muted, in
-// which case it records what holds it back and makes none.
-func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change string) (Notification, bool) {
-	if tr == Resolved {
-		t.unmute(inc)
-		if inc.Seq == 0 { // never announced: nothing to take back
-			return Notification{}, false
-		}
-		return t.record(inc, tr, now, change), true
+// ask says whether inc is muted now, and by what.
+func (m *muting) ask(inc *Incident, now time.Time) (Mute, bool) {
+	if m.muter == nil {
+		return Mute{}, false
 	}
-	if t.opts.Muter != nil {
-		if m, ok := t.opts.Muter.Mute(inc, openView{t}, now); ok {
-			again := t.muted[inc.Fingerprint] && inc.MutedBy == m.By
-			t.mute(inc, m)
-			// A repeat falls due at every reconcile while muted (it is
-			// never sent): count it once.
-			if t.opts.Muted != nil && !(again && tr == Repeat) {
-				t.opts.Muted(inc, tr, m)
-			}
-			return Notification{}, false
-		}
+	return m.muter.Mute(inc, openView{m}, now)
+}
+
+// restore takes back a mute the ledger kept.
+func (m *muting) restore(inc *Incident) {
+	if inc.MutedBy != "" {
+		m.muted[inc.Fingerprint] = true
 	}
-	t.unmute(inc)
-	if inc.Seq == 0 && (tr == Updated || tr == Repeat) {
-		// Never announced (muted from its first sight, and an update
-		// held meanwhile fell due as the mute ended): what is owed is
-		// its firing, with what it is now.
-		tr, change = Firing, ""
-	}
-	return t.record(inc, tr, now, change), true
 }
 
 // mute records m on inc. A held update is dropped: what changed is owed
 // when the mute ends, and said then in one update.
-func (t *Tracker) mute(inc *Incident, m Mute) {
-	if inc.MutedBy != m.By || !inc.MutedUntil.Equal(m.Until) || !inc.HeldUntil.IsZero() || inc.MutedBySource != m.Source || inc.MutedWho != m.Who {
+func (m *muting) mute(inc *Incident, mu Mute) {
+	t := m.t
+	if inc.MutedBy != mu.By || !inc.MutedUntil.Equal(mu.Until) || !inc.HeldUntil.IsZero() || inc.MutedBySource != mu.Source || inc.MutedWho != mu.Who {
 		prev := inc.MutedBySource
-		inc.MutedBy, inc.MutedUntil, inc.HeldUntil, inc.MutedBySource, inc.MutedWho = m.By, m.Until, time.Time{}, m.Source, m.Who
+		inc.MutedBy, inc.MutedUntil, inc.HeldUntil, inc.MutedBySource, inc.MutedWho = mu.By, mu.Until, time.Time{}, mu.Source, mu.Who
 		t.touch(inc)
-		t.muted[inc.Fingerprint] = true
-		t.recount(prev)
-		t.recount(m.Source)
+		m.muted[inc.Fingerprint] = true
+		m.recount(prev)
+		m.recount(mu.Source)
 	}
 	t.pacer.drop(inc)
-	t.muted[inc.Fingerprint] = true
+	m.muted[inc.Fingerprint] = true
 }
 
-func (t *Tracker) unmute(inc *Incident) {
-	delete(t.muted, inc.Fingerprint)
+func (m *muting) unmute(inc *Incident) {
+	delete(m.muted, inc.Fingerprint)
 	if inc.MutedBy != "" {
 		prev := inc.MutedBySource
 		inc.MutedBy, inc.MutedUntil, inc.MutedBySource, inc.MutedWho = "", time.Time{}, "", ""
-		t.touch(inc)
-		t.recount(prev)
+		m.t.touch(inc)
+		m.recount(prev)
 	}
 }
 
@@ -158,14 +162,15 @@ func (t *Tracker) unmute(inc *Incident) {
 // and holds an update of it (gathered, paced) when that number grew: its
 // message then says how many it covers. Fewer (they resolved, or it did)
 // is not news worth a message.
-func (t *Tracker) recount(fp string) {
+func (m *muting) recount(fp string) {
+	t := m.t
 	src := t.open[fp]
 	if fp == "" || src == nil {
 		return
 	}
 	n := 0
-	for m := range t.muted {
-		if inc := t.open[m]; inc != nil && inc.MutedBySource == fp {
+	for muted := range m.muted {
+		if inc := t.open[muted]; inc != nil && inc.MutedBySource == fp {
 			n++
 		}
 	}
@@ -188,30 +193,31 @@ func (t *Tracker) recount(fp string) {
 // silence now covers that it is silenced. The leader calls it
 // periodically (handlers), so a silence's start and end are acted on
 // within that period even if no object changes.
-func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
+func (m *muting) ReleaseMuted(now time.Time) []Notification {
+	t := m.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	changed := false
-	if t.opts.MuteVersion != nil {
-		v := t.opts.MuteVersion(now)
-		changed, t.muteVersion = v != t.muteVersion, v
+	if m.versionAt != nil {
+		v := m.versionAt(now)
+		changed, m.seenVersion = v != m.seenVersion, v
 	}
 	var notes []Notification
 	if changed {
-		notes = t.noteSilenced(now)
+		notes = m.noteSilenced(now)
 	}
 	// Asking the Muter costs cache lookups per incident: each tick asks
 	// only about mutes that may have ended (their time passed, their
 	// source is gone, the silences changed); all of them every
 	// muteRecheck, for what no event announces (an annotation removed).
-	full := changed || now.Sub(t.mutesChecked) >= muteRecheck
+	full := changed || now.Sub(m.checked) >= muteRecheck
 	if full {
-		t.mutesChecked = now
+		m.checked = now
 	}
-	for _, fp := range slices.Sorted(maps.Keys(t.muted)) {
+	for _, fp := range slices.Sorted(maps.Keys(m.muted)) {
 		inc := t.open[fp]
 		if inc == nil {
-			delete(t.muted, fp)
+			delete(m.muted, fp)
 			continue
 		}
 		ended := !inc.MutedUntil.IsZero() && !now.Before(inc.MutedUntil)
@@ -219,14 +225,12 @@ func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 		if !full && !ended && !sourceGone {
 			continue
 		}
-		if t.opts.Muter != nil {
-			if m, ok := t.opts.Muter.Mute(inc, openView{t}, now); ok {
-				t.mute(inc, m) // it may now be another silence, or a later end
-				continue
-			}
+		if mu, ok := m.ask(inc, now); ok {
+			m.mute(inc, mu) // it may now be another silence, or a later end
+			continue
 		}
 		was, said := inc.MutedBy, inc.LastTransition == Silenced
-		t.unmute(inc)
+		m.unmute(inc)
 		switch {
 		case inc.Seq == 0:
 			notes = append(notes, t.record(inc, Firing, now, ""))
@@ -249,22 +253,20 @@ func (t *Tracker) ReleaseMuted(now time.Time) []Notification {
 // only when MuteVersion moved, so the incidents are not asked every tick.
 // Inhibitions say nothing here: they mute what their source explains,
 // and the source's own message is the news.
-func (t *Tracker) noteSilenced(now time.Time) []Notification {
-	if t.opts.Muter == nil {
-		return nil
-	}
+func (m *muting) noteSilenced(now time.Time) []Notification {
+	t := m.t
 	var notes []Notification
 	for _, fp := range slices.Sorted(maps.Keys(t.open)) {
 		inc := t.open[fp]
 		if inc.Seq == 0 || inc.MutedBy != "" || !inc.ResolvingSince.IsZero() {
 			continue
 		}
-		m, ok := t.opts.Muter.Mute(inc, openView{t}, now)
-		if !ok || m.Source != "" {
+		mu, ok := m.ask(inc, now)
+		if !ok || mu.Source != "" {
 			continue
 		}
-		t.mute(inc, m)
-		notes = append(notes, t.record(inc, Silenced, now, m.String()))
+		m.mute(inc, mu)
+		notes = append(notes, t.record(inc, Silenced, now, mu.String()))
 	}
 	return notes
 }
@@ -279,23 +281,18 @@ func (m Mute) String() string {
 
 // MutedBy counts the open incidents held back now, by what mutes them
 // (Mute.By).
-func (t *Tracker) MutedBy() map[string]int {
-	return t.countMuted(func(inc *Incident) string { return inc.MutedBy })
+func (m *muting) MutedBy() map[string]int {
+	return m.count(func(inc *Incident) string { return inc.MutedBy })
 }
 
 // MutedByRule counts the open incidents held back now, by rule.
-func (t *Tracker) MutedByRule() map[string]int {
-	return t.countMuted(func(inc *Incident) string { return inc.Rule })
+func (m *muting) MutedByRule() map[string]int {
+	return m.count(func(inc *Incident) string { return inc.Rule })
 }
 
-func (t *Tracker) countMuted(by func(*Incident) string) map[string]int {
+func (m *muting) count(by func(*Incident) string) map[string]int {
+	t := m.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := map[string]int{}
-	for fp := range t.muted {
-		if inc := t.open[fp]; inc != nil {
-			out[by(inc)]++
-		}
-	}
-	return out
+	return t.countOpen(by, func(inc *Incident) bool { return m.muted[inc.Fingerprint] })
 }

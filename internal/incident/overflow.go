@@ -75,16 +75,15 @@ func (c *namespaceCap) describe(inc *Incident) {
 	inc.Facts = map[string]string{"limit": strconv.Itoa(limit), "heldBack": strconv.Itoa(inc.MemberCount), "objects": inc.MemberNames()}
 }
 
-// overflow records that object has a problem (f) its namespace has no
-// room for: object joins the namespace's overflow incident, which opens
+// join records that object has a problem (f) its namespace has no room
+// for: object joins the namespace's overflow incident, which opens in t
 // if needed. It returns the overflow incident's fingerprint.
-func (t *Tracker) overflow(object string, f rules.Finding, now time.Time) (string, Notification, bool) {
+func (c *namespaceCap) join(t *Tracker, object string, f rules.Finding, now time.Time) (string, Notification, bool) {
 	ns := f.Object.Namespace
 	fp := Fingerprint(rules.Finding{Rule: OverflowRule, Object: rules.ObjectRef{UID: "namespace:" + ns}, Reason: OverflowReason})
 	inc, ok := t.open[fp]
 	if !ok {
-		occ := t.occurrences[fp] + 1
-		t.occurrences[fp] = occ
+		occ := t.nextOccurrence(fp)
 		inc = &Incident{
 			ID: fp + "-" + strconv.Itoa(occ), Occurrence: occ, Fingerprint: fp,
 			Rule: OverflowRule, Severity: f.Severity, Reason: OverflowReason,
@@ -97,7 +96,7 @@ func (t *Tracker) overflow(object string, f rules.Finding, now time.Time) (strin
 		}
 		inc.addMember(object)
 		inc.Total = inc.MemberCount
-		t.addOpen(inc)
+		t.setOpen(inc, true)
 		t.index(object, fp)
 		n, ok := t.notify(inc, Firing, now, "")
 		return fp, n, ok
@@ -124,7 +123,7 @@ func (t *Tracker) overflow(object string, f rules.Finding, now time.Time) (strin
 	}
 	inc.Total = inc.MemberCount
 	if inc.MemberCount != inc.NotifiedMembers {
-		n, ok := t.update(inc, now, joined)
+		n, ok := t.pacer.update(inc, now, joined)
 		return fp, n, ok
 	}
 	return fp, Notification{}, false
@@ -134,9 +133,9 @@ var severityRank = map[string]int{"info": 1, "warning": 2, "critical": 3}
 
 // nameMembers says in a grouped incident's message which members it has
 // now (a few names and how many more).
-func (t *Tracker) nameMembers(inc *Incident) {
+func (c *namespaceCap) nameMembers(inc *Incident) {
 	if inc.Rule == OverflowRule {
-		t.nsCap.describe(inc)
+		c.describe(inc)
 		return
 	}
 	if inc.MemberCount == 0 {

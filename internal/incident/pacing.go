@@ -31,6 +31,7 @@ const gather = 2 * time.Second
 // keeps that).
 type pacer struct {
 	held map[string]bool // fingerprint → an update is held
+	t    *Tracker        // to say what falls due (ReleaseHeld)
 }
 
 func newPacer() pacer { return pacer{held: map[string]bool{}} }
@@ -106,8 +107,9 @@ func (p *pacer) next(open map[string]*Incident) time.Time {
 // update sends an update of inc now, or holds it; changed says whether
 // this reconcile changed what the update would say (counted as merged
 // when an update is already held).
-func (t *Tracker) update(inc *Incident, now time.Time, changed bool) (Notification, bool) {
-	sendNow, newly := t.pacer.hold(inc, now)
+func (p *pacer) update(inc *Incident, now time.Time, changed bool) (Notification, bool) {
+	t := p.t
+	sendNow, newly := p.hold(inc, now)
 	switch {
 	case sendNow:
 		return t.notify(inc, Updated, now, change(inc))
@@ -122,13 +124,14 @@ func (t *Tracker) update(inc *Incident, now time.Time, changed bool) (Notificati
 // ReleaseHeld sends the held updates that are due at now: those whose
 // incident still differs from what its last notification said. The
 // leader calls it periodically (handlers); nothing else sends them.
-func (t *Tracker) ReleaseHeld(now time.Time) []Notification {
+func (p *pacer) ReleaseHeld(now time.Time) []Notification {
+	t := p.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var notes []Notification
-	for _, inc := range t.pacer.due(now, t.open) {
+	for _, inc := range p.due(now, t.open) {
 		if !material(inc) { // changed back to what was last said: nothing to say
-			t.pacer.drop(inc)
+			p.drop(inc)
 			t.touch(inc)
 			continue
 		}
@@ -140,10 +143,11 @@ func (t *Tracker) ReleaseHeld(now time.Time) []Notification {
 }
 
 // NextHeld is when the earliest held update is due (zero: none held).
-func (t *Tracker) NextHeld() time.Time {
+func (p *pacer) NextHeld() time.Time {
+	t := p.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.pacer.next(t.open)
+	return p.next(t.open)
 }
 
 // material reports whether inc differs from what its last notification

@@ -38,44 +38,31 @@ type Options struct {
 }
 
 // Tracker holds every incident: open ones, and resolved ones for the
-// retention period.
+// retention period. It owns the incidents and their identity (its book);
+// each policy that decides whether and when to speak is a stage of its
+// own, with its own state, consulted in the order the package doc gives.
 type Tracker struct {
 	opts Options
 
-	mu   sync.Mutex
-	open map[string]*Incident // fingerprint → open incident
+	mu sync.Mutex
+	// book is the incidents and their identity (book.go).
+	book
+	// waits holds findings back until they have lasted their rule's
+	// for:, and knows which members are settling (waits.go).
+	waits waits
 	// nsCap caps the open incidents of a namespace (overflow.go).
 	nsCap namespaceCap
-	// openByReason indexes open by reason → fingerprint (mute.go).
-	openByReason map[string]map[string]*Incident
-	resolved     map[string]*Incident // ID → resolved incident
-	// lastResolved is the ID of each fingerprint's latest resolved
-	// incident: older ones whose deliveries are done are dropped, so the
-	// ledger holds one resolved incident per problem, not one per
-	// occurrence (a flapping pod would otherwise grow it all day).
-	lastResolved map[string]string
-	byObject     map[string]map[string]bool // object key → fingerprints it is (or was, while resolving) a member of
-	// waits holds findings back until they have lasted their rule's
-	// for: (waits.go).
-	waits waits
-	// occurrences is the highest occurrence number of each fingerprint
-	// the tracker knows (open or retained).
-	occurrences map[string]int
+	// flapping keeps an incident open while its problem keeps coming back
+	// (flapping.go).
+	flapping
 	// pacer holds updates back until their interval has passed
-	// (pacing.go).
-	pacer pacer
-	// muted lists the open incidents whose notifications a silence,
-	// window or inhibition holds back (MutedBy).
-	muted map[string]bool
-	// settling holds object+"\x00"+fingerprint while the object's last
-	// finding was Settling: when it goes, its settle time was the wait.
-	settling map[string]bool
-	// version counts changes worth persisting.
-	version uint64
-	// muteVersion is the MuteVersion announced incidents were last
-	// checked at, mutesChecked when every muted incident last was.
-	muteVersion  uint64
-	mutesChecked time.Time
+	// (pacing.go); ReleaseHeld and NextHeld are its.
+	pacer
+	// muting holds back what silences, windows and inhibitions mute
+	// (mute.go); ReleaseMuted, MutedBy and MutedByRule are its.
+	muting
+	// deliveries keeps which sinks still owe what (delivery.go).
+	deliveries
 }
 
 // NewTracker makes an empty tracker.
@@ -83,11 +70,10 @@ func NewTracker(opts Options) *Tracker {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Tracker{
-		opts: opts, open: map[string]*Incident{}, nsCap: newNamespaceCap(opts.MaxOpenPerNamespace), openByReason: map[string]map[string]*Incident{}, resolved: map[string]*Incident{}, lastResolved: map[string]string{},
-		byObject: map[string]map[string]bool{}, waits: newWaits(),
-		occurrences: map[string]int{}, pacer: newPacer(), muted: map[string]bool{}, settling: map[string]bool{},
-	}
+	t := &Tracker{opts: opts, book: newBook(), waits: newWaits(), nsCap: newNamespaceCap(opts.MaxOpenPerNamespace),
+		flapping: flapping{cfg: opts.Flapping}, pacer: newPacer(), muting: newMuting(opts)}
+	t.pacer.t, t.muting.t, t.deliveries.t, t.flapping.t = t, t, t, t
+	return t
 }
 
 // Reconcile compares what the rules find on one object now with the
@@ -142,7 +128,7 @@ func (t *Tracker) reconcile(object string, findings []rules.Finding, gone bool) 
 			continue
 		}
 		if t.nsCap.full(f) {
-			ofp, n, ok := t.overflow(object, f, now)
+			ofp, n, ok := t.nsCap.join(t, object, f, now)
 			seen[ofp] = true
 			soonest(overflowRecheck)
 			if ok {
@@ -175,7 +161,7 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 		inc.ResolvingSince = time.Time{} // back within the hold-down: same incident
 		t.touch(inc)
 	}
-	t.setSettling(object, inc.Fingerprint, f.Settling)
+	t.waits.settle(object, inc.Fingerprint, f.Settling)
 	joined := false
 	if !inc.hasMember(object) {
 		if f.Sustaining && inc.Grouped {
@@ -198,11 +184,11 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 	switch {
 	case inc.Grouped && inc.unseen == 0 && inc.MemberCount != inc.NotifiedMembers:
 		inc.Facts, inc.Text = maps.Clone(f.Facts), f.Text
-		return t.update(inc, now, joined)
+		return t.pacer.update(inc, now, joined)
 	case !inc.Grouped && inc.restartStep > 0 && restarts(f.Facts)-inc.NotifiedRestarts >= inc.restartStep:
 		rose := restarts(f.Facts) != restarts(inc.Facts)
 		inc.Facts, inc.Title, inc.Text = maps.Clone(f.Facts), f.Title, f.Text
-		return t.update(inc, now, rose)
+		return t.pacer.update(inc, now, rose)
 	case inc.repeat > 0 && !t.Acks().quietsRepeat(inc):
 		if wait := inc.LastNotified.Add(inc.repeat).Sub(now); wait > 0 {
 			soonest(wait)
@@ -218,10 +204,9 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 	if t.waits.end(object, fp) {
 		t.version++
 	}
-	occ := t.occurrences[fp] + 1
-	t.occurrences[fp] = occ
+	occ := t.nextOccurrence(fp)
 	inc := &Incident{
-		Starts:      t.recentStarts(fp, now),
+		Starts:      t.flapping.starts(t.lastOf(fp), now),
 		ID:          fp + "-" + strconv.Itoa(occ),
 		Occurrence:  occ,
 		Fingerprint: fp, Rule: f.Rule, Severity: f.Severity, Reason: f.Reason,
@@ -235,9 +220,9 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 		inc.Grouped, inc.Object, inc.Total = true, *f.Group, max(f.GroupTotal, 1)
 	}
 	inc.addMember(object)
-	t.addOpen(inc)
+	t.setOpen(inc, true)
 	t.index(object, fp)
-	t.setSettling(object, fp, f.Settling)
+	t.waits.settle(object, fp, f.Settling)
 	return t.notify(inc, Firing, now, "")
 }
 
@@ -245,8 +230,8 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest func(time.Duration)) (Notification, bool) {
 	// A member that was settling has already waited out its settle time:
 	// that wait stands in for the hold-down.
-	settled := t.settling[object+"\x00"+fp]
-	t.setSettling(object, fp, false)
+	settled := t.waits.settled(object, fp)
+	t.waits.settle(object, fp, false)
 	inc, ok := t.open[fp]
 	if !ok {
 		t.unindex(object, fp)
@@ -267,7 +252,7 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 		// Not while restored members are unseen: MembersSeen says it
 		// all at once.
 		if inc.Grouped && inc.unseen == 0 && inc.MemberCount != inc.NotifiedMembers {
-			return t.update(inc, now, true)
+			return t.pacer.update(inc, now, true)
 		}
 		return Notification{}, false
 	}
@@ -276,7 +261,7 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 	case gone && !inc.Grouped:
 		holdDown = 0
 	case inc.Flapping:
-		holdDown = t.opts.Flapping.Quiet
+		holdDown = t.flapping.cfg.Quiet
 	case settled:
 		holdDown = 0
 	}
@@ -288,13 +273,14 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 		soonest(wait) // object stays indexed so the recheck finds it
 		return Notification{}, false
 	}
-	if change, ok := t.markFlapping(inc, now); ok {
+	if change, ok := t.flapping.mark(inc, now); ok {
+		t.touch(inc)
 		// Quiet counts from when the problem went, as a hold-down does.
-		soonest(max(inc.ResolvingSince.Add(t.opts.Flapping.Quiet).Sub(now), time.Second))
+		soonest(max(inc.ResolvingSince.Add(t.flapping.cfg.Quiet).Sub(now), time.Second))
 		return t.notify(inc, Updated, now, change)
 	}
 	t.unindex(object, fp)
-	t.removeOpen(fp)
+	t.setOpen(inc, false)
 	inc.ResolvedAt, inc.Ended = now, EndedRecovered
 	switch {
 	case gone:
@@ -306,51 +292,23 @@ func (t *Tracker) leave(object, fp string, gone bool, now time.Time, soonest fun
 	return t.notify(inc, Resolved, now, "")
 }
 
-// retire keeps a resolved incident and drops the fingerprint's previous
-// resolved one if every sink has it: its occurrence number lives on in
-// the newer incident, which is all later occurrences need.
-func (t *Tracker) retire(inc *Incident) {
-	prev, ok := t.resolved[t.lastResolved[inc.Fingerprint]]
-	switch {
-	case !ok || prev == inc:
-	case prev.Occurrence < inc.Occurrence:
-		if len(prev.Pending) == 0 {
-			delete(t.resolved, prev.ID)
+// setOpen adds inc to the open incidents or takes it out, and keeps the
+// stages that count them in step: the namespace cap, and muting's index
+// by reason.
+func (t *Tracker) setOpen(inc *Incident, open bool) {
+	fp := inc.Fingerprint
+	was := t.open[fp]
+	if open {
+		if was == nil {
+			t.nsCap.count(inc, 1)
 		}
-	default: // inc is the older one (a ledger restored in any order)
-		if len(inc.Pending) > 0 {
-			t.resolved[inc.ID] = inc
-		}
+		t.open[fp] = inc
+		t.muting.opened(inc)
 		return
 	}
-	t.resolved[inc.ID] = inc
-	t.lastResolved[inc.Fingerprint] = inc.ID
-}
-
-// touch records a change of inc worth persisting.
-func (t *Tracker) touch(inc *Incident) {
-	t.version++
-	inc.rev = t.version
-}
-
-func (t *Tracker) index(object, fp string) {
-	if t.byObject[object] == nil {
-		t.byObject[object] = map[string]bool{}
+	if was != nil {
+		t.nsCap.count(was, -1)
+		t.muting.closed(was)
 	}
-	t.byObject[object][fp] = true
-}
-
-func (t *Tracker) setSettling(object, fp string, on bool) {
-	if on {
-		t.settling[object+"\x00"+fp] = true
-	} else {
-		delete(t.settling, object+"\x00"+fp)
-	}
-}
-
-func (t *Tracker) unindex(object, fp string) {
-	delete(t.byObject[object], fp)
-	if len(t.byObject[object]) == 0 {
-		delete(t.byObject, object)
-	}
+	delete(t.open, fp)
 }

@@ -59,9 +59,9 @@ func (t *Tracker) ResolveRules(removed map[string]bool, now time.Time) []Notific
 		}
 		for m := range inc.members {
 			t.unindex(m, fp)
-			t.setSettling(m, fp, false)
+			t.waits.settle(m, fp, false)
 		}
-		t.removeOpen(fp)
+		t.setOpen(inc, false)
 		t.pacer.drop(inc)
 		inc.ResolvingSince = time.Time{}
 		inc.ResolvedAt, inc.Ended = now, EndedRuleRemoved
@@ -82,11 +82,7 @@ func (t *Tracker) ResolveRules(removed map[string]bool, now time.Time) []Notific
 func (t *Tracker) OpenByRule() map[string]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := map[string]int{}
-	for _, inc := range t.open {
-		out[inc.Rule]++
-	}
-	return out
+	return t.countOpen(func(inc *Incident) string { return inc.Rule }, nil)
 }
 
 // Open counts the open incidents.
@@ -101,18 +97,6 @@ func (t *Tracker) Version() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.version
-}
-
-// all lists open and retained resolved incidents; t.mu must be held.
-func (t *Tracker) all() []*Incident {
-	out := make([]*Incident, 0, len(t.open)+len(t.resolved))
-	for _, inc := range t.open {
-		out = append(out, inc)
-	}
-	for _, inc := range t.resolved {
-		out = append(out, inc)
-	}
-	return out
 }
 
 // Snapshot returns copies of every incident for the ledger, dropping
@@ -133,42 +117,20 @@ func (t *Tracker) Snapshot() ([]Incident, uint64) {
 // copying every retained incident each second was the largest part of a
 // flush.
 func (t *Tracker) SharedSnapshot() ([]*Incident, uint64) {
-	out, version := t.sharedSnapshot()
+	t.mu.Lock()
+	t.forgetResolved(t.opts.Now(), t.opts.Retention)
+	all := append(t.all(), t.waits.records()...)
+	out := make([]*Incident, len(all))
+	for i, inc := range all {
+		out[i] = inc.shared()
+	}
+	version := t.version
+	t.mu.Unlock()
 	// Sorted after the lock is let go: the snapshots are never changed
 	// once made, and the workers need not wait for the sort of every
 	// incident the ledger holds (~1–2 ms each second under churn).
 	slices.SortFunc(out, func(a, b *Incident) int { return strings.Compare(a.ID, b.ID) })
 	return out, version
-}
-
-func (t *Tracker) sharedSnapshot() ([]*Incident, uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.opts.Now()
-	for id, inc := range t.resolved {
-		if t.opts.Retention > 0 && now.Sub(inc.ResolvedAt) > t.opts.Retention && len(inc.Pending) == 0 {
-			delete(t.resolved, id)
-			if t.lastResolved[inc.Fingerprint] == id {
-				delete(t.lastResolved, inc.Fingerprint)
-			}
-		}
-	}
-	all := append(t.all(), t.waits.records()...)
-	out := make([]*Incident, len(all))
-	for i, inc := range all {
-		// Most incidents did not change since the last flush: their
-		// copy is reused rather than made again each second.
-		if inc.snap == nil || inc.snap.rev != inc.rev {
-			s := snapshot(inc)
-			s.Pending = slices.Clone(inc.Pending)
-			for i := range s.Pending { // Delivered edits these in place
-				s.Pending[i].Sinks = slices.Clone(s.Pending[i].Sinks)
-			}
-			inc.snap = &s
-		}
-		out[i] = inc.snap
-	}
-	return out, t.version
 }
 
 // Restore loads incidents from the ledger into an empty tracker.
@@ -189,13 +151,11 @@ func (t *Tracker) Restore(incs []Incident) {
 		if !inc.restoreMembers() {
 			continue // nothing could ever find it again, so it could never resolve
 		}
-		t.addOpen(&inc)
+		t.setOpen(&inc, true)
 		for m := range inc.members {
 			t.index(m, inc.Fingerprint)
 		}
 		t.pacer.restore(&inc)
-		if inc.MutedBy != "" {
-			t.muted[inc.Fingerprint] = true
-		}
+		t.muting.restore(&inc)
 	}
 }

@@ -36,11 +36,34 @@ const MaxPersistedWaits = 1000
 // of each wait in progress; the tracker consults it for a finding with no
 // open incident, and ends a wait when the incident opens or the finding
 // goes.
+//
+// It also knows which members are settling: a detector says a finding is
+// Settling while the problem is waiting out its own settle time (a crash
+// loop briefly healthy); when the finding then goes, that wait stood in
+// for the hold-down.
 type waits struct {
 	byObject map[string]map[string]*Incident
+	// settling holds object+"\x00"+fingerprint while the object's last
+	// finding was Settling.
+	settling map[string]bool
 }
 
-func newWaits() waits { return waits{byObject: map[string]map[string]*Incident{}} }
+func newWaits() waits {
+	return waits{byObject: map[string]map[string]*Incident{}, settling: map[string]bool{}}
+}
+
+// settle records whether object's finding for fp is settling now.
+func (w *waits) settle(object, fp string, on bool) {
+	if on {
+		w.settling[object+"\x00"+fp] = true
+	} else {
+		delete(w.settling, object+"\x00"+fp)
+	}
+}
+
+// settled says whether object's last finding for fp was settling: its
+// settle time was the wait, and no hold-down follows.
+func (w *waits) settled(object, fp string) bool { return w.settling[object+"\x00"+fp] }
 
 // left says how long f must still last before it may open an incident
 // (0: it has lasted long enough), beginning its wait at now if none is in
