@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -53,6 +54,9 @@ type Options struct {
 	// controller-manager, containerd and a kubelet. Needs root and
 	// Debian's containerd, runc and containernetworking-plugins.
 	Node bool
+	// freePorts picks the ports of each attempt (nil: freePorts); a test
+	// hands out a taken one.
+	freePorts func(n int) ([]int, error)
 }
 
 // WithNode is Options with a real node.
@@ -83,6 +87,29 @@ type Env struct {
 // and waits until the API server is ready. On failure it stops whatever it
 // started and returns an error with the tail of both logs.
 func Start(ctx context.Context, opts Options) (env *Env, err error) {
+	// The ports are picked free (freePorts) and bound a moment later by
+	// etcd and the API server: with tests running in parallel, another
+	// listener may take one in between. Such a start is made again on
+	// new ports, in a directory of its own.
+	for attempt := 1; ; attempt++ {
+		try := opts
+		if attempt > 1 && opts.Dir != "" {
+			try.Dir = filepath.Join(opts.Dir, "attempt-"+strconv.Itoa(attempt))
+			if err := os.MkdirAll(try.Dir, 0o700); err != nil {
+				return nil, err
+			}
+		}
+		env, err = start(ctx, try)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return env, err
+		}
+		if opts.Logf != nil {
+			opts.Logf("testenv: a port was taken before it was bound; starting again on new ports: %v", err)
+		}
+	}
+}
+
+func start(ctx context.Context, opts Options) (env *Env, err error) {
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -110,7 +137,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		}
 	}()
 
-	ports, err := freePorts(3)
+	pick := opts.freePorts
+	if pick == nil {
+		pick = freePorts
+	}
+	ports, err := pick(3)
 	if err != nil {
 		return env, err
 	}
@@ -357,8 +388,17 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// httpOK probes url once. Each probe is bounded: a port another listener
+// took (tests run in parallel) may accept and never answer, and waitFor
+// must still see the process exit.
 func httpOK(client *http.Client, url string) bool {
-	resp, err := client.Get(url)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return false
 	}

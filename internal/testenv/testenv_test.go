@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,4 +107,60 @@ func TestEnsureBinariesConcurrent(t *testing.T) {
 			t.Errorf("temporary file left: %s", e.Name())
 		}
 	}
+}
+
+// TestStartAgainWhenAPortIsTaken: a port picked free and taken by another
+// listener before etcd binds it (tests in parallel) makes the start try
+// again on new ports, not fail.
+func TestStartAgainWhenAPortIsTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	calls := 0
+	var logs syncLines
+	env, err := Start(context.Background(), Options{Dir: t.TempDir(), Logf: logs.add, freePorts: func(n int) ([]int, error) {
+		calls++
+		ports, err := freePorts(n)
+		if calls == 1 && err == nil {
+			ports[0] = taken.Addr().(*net.TCPAddr).Port // etcd's client port
+		}
+		return ports, err
+	}})
+	if err != nil {
+		t.Fatalf("start with a taken port: %v", err)
+	}
+	defer env.Stop()
+	if calls != 2 || !logs.has("starting again on new ports") {
+		t.Errorf("ports picked %d times (want 2), logs:\n%s", calls, logs.String())
+	}
+	client, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		t.Errorf("the second start does not serve: %v", err)
+	}
+}
+
+type syncLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *syncLines) add(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = append(s.lines, fmt.Sprintf(format, args...))
+}
+
+func (s *syncLines) has(sub string) bool {
+	return strings.Contains(s.String(), sub)
+}
+
+func (s *syncLines) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, "\n")
 }
