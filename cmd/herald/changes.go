@@ -15,6 +15,7 @@ import (
 	"github.com/herald-k8s/herald/handlers"
 	"github.com/herald-k8s/herald/internal/changes"
 	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/preflight"
 	"github.com/herald-k8s/herald/internal/redact"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -123,7 +124,7 @@ func watchableObjects(ctx context.Context, typed *kube.Client, logger *slog.Logg
 // allowedAll asks whether herald may list and watch gvr in all namespaces.
 func allowedAll(ctx context.Context, typed *kube.Client, gvr schema.GroupVersionResource, logger *slog.Logger) (bool, error) {
 	for _, verb := range []string{"list", "watch"} {
-		ok, err := access{verb: verb, gvr: gvr}.allowed(ctx, typed, logger)
+		ok, err := preflight.Access{Verb: verb, GVR: gvr}.Allowed(ctx, typed, logger)
 		if err != nil || !ok {
 			return false, err
 		}

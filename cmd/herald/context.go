@@ -14,6 +14,7 @@ import (
 	"github.com/herald-k8s/herald/internal/enrich"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/preflight"
 	"github.com/herald-k8s/herald/internal/redact"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -39,13 +40,13 @@ func withContext(ctx context.Context, cfg *config.Config, restCfg *rest.Config, 
 	}
 	logs, logsUnavailable := *cfg.Context.Logs.Enabled, ""
 	for _, a := range []struct {
-		access
+		preflight.Access
 		what string
 	}{
-		{access{verb: "get", gvr: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, subresource: "log"}, "get pods/log"},
-		{access{verb: "list", gvr: schema.GroupVersionResource{Version: "v1", Resource: "events"}}, "list events"},
+		{preflight.Access{Verb: "get", GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Subresource: "log"}, "get pods/log"},
+		{preflight.Access{Verb: "list", GVR: schema.GroupVersionResource{Version: "v1", Resource: "events"}}, "list events"},
 	} {
-		ok, err := a.allowed(ctx, client, logger)
+		ok, err := a.Allowed(ctx, client, logger)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -18,6 +18,7 @@ import (
 // instead of retrying a forbidden watch forever. With the rest granted it
 // starts.
 func TestMissingPermissionsFailFast(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	admin, _ := env.Client()
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // a restart; a broken file is rejected with its errors and the rules in
 // force keep firing; a removed rule's incidents resolve, saying so.
 func TestHotReload(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
@@ -139,6 +140,7 @@ func reloadingHerald(t *testing.T, rules string) (client kubernetes.Interface, r
 // run time may read anything, so the pod cache is listed again whole and
 // the new rule sees the annotation the compact cache did not keep.
 func TestReloadCachesPodsWholeForCEL(t *testing.T) {
+	t.Parallel()
 	crashRule := "  - {name: crash, kind: Pod, detector: crashloop, sinks: [hook]}\n"
 	client, recv, h, sinks := reloadingHerald(t, crashRule)
 	pod := newPod("owned")
@@ -168,6 +170,7 @@ func TestReloadCachesPodsWholeForCEL(t *testing.T) {
 // the new pod informer gets the workload index before it starts, so two
 // crashing pods of a Deployment of three are still one incident, "2/3".
 func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
+	t.Parallel()
 	groupRule := "  - {name: crash, kind: Pod, detector: crashloop, groupBy: workload, updateInterval: 0s, sinks: [hook]}\n"
 	client, recv, h, sinks := reloadingHerald(t, groupRule)
 	createDeploymentPods(t, client, 3)

@@ -25,6 +25,7 @@ import (
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/internal/logbuf"
+	"github.com/herald-k8s/herald/internal/preflight"
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/sinks"
 	"github.com/herald-k8s/herald/watcher"
@@ -147,7 +148,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	// Namespaces always: a namespace's herald.io/silence-until annotation
 	// mutes it, besides rules that select namespaces and Slack routing.
 	kinds := append(slices.DeleteFunc(ruleSet.Kinds(), func(k string) bool { return k == "Namespace" }), "Namespace")
-	if err := preflight(ctx, typed, kinds, *namespace, *leaderElect, !*noPersist, logger); err != nil {
+	if err := preflight.Check(ctx, typed, kinds, *namespace, *leaderElect, !*noPersist, logger); err != nil {
 		logger.Error("cannot start", "error", err)
 		return 1
 	}

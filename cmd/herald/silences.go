@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/preflight"
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -59,7 +60,7 @@ func watchSilences(ctx context.Context, client *kube.Client, w *watcher.Watcher,
 func silenceInformer(ctx context.Context, client *kube.Client, w *watcher.Watcher, kind, what string, gvr schema.GroupVersionResource, logger *slog.Logger) (cache.SharedIndexInformer, error) {
 	res := gvr.Resource + "." + gvr.Group
 	for _, verb := range []string{"list", "watch"} {
-		ok, err := access{verb: verb, gvr: gvr}.allowed(ctx, client, logger)
+		ok, err := preflight.Access{Verb: verb, GVR: gvr}.Allowed(ctx, client, logger)
 		if err != nil {
 			return nil, err
 		}

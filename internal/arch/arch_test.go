@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"internal/actions":      {"internal/incident", "internal/silence"},
 	"internal/slackact":     {"config", "internal/actions", "internal/incident", "internal/fence", "sinks", "sinks/slack"},
 	"internal/slackstandin": {},
+	"internal/preflight":    {"internal/kube", "watcher"},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -1,4 +1,8 @@
-package main
+// Package preflight asks the API server, before herald starts, whether
+// herald may do what it is about to do (SelfSubjectAccessReview), and
+// reports every missing permission at once: without it a missing RBAC
+// rule shows only as an informer retrying forever in the log.
+package preflight
 
 import (
 	"context"
@@ -16,57 +20,57 @@ import (
 	"github.com/herald-k8s/herald/watcher"
 )
 
-// access is one permission herald needs.
-type access struct {
-	verb        string
-	gvr         schema.GroupVersionResource
-	namespace   string // "" for cluster-wide
-	subresource string
+// Access is one permission herald needs.
+type Access struct {
+	Verb        string
+	GVR         schema.GroupVersionResource
+	Namespace   string // "" for cluster-wide
+	Subresource string
 }
 
-// preflight asks the API server (SelfSubjectAccessReview) whether herald
-// may do what it is about to do, and reports every missing permission at
-// once. Without it a missing RBAC rule shows only as an informer retrying
-// forever in the log.
-func preflight(ctx context.Context, client *kube.Client, kinds []string, namespace string, leaderElect, persist bool, logger *slog.Logger) error {
-	var needs []access
+// Check asks the API server (SelfSubjectAccessReview) whether herald may
+// do what `herald run` is about to do: watch kinds, lead with a Lease and
+// keep the ledger in namespace. It reports every missing permission at
+// once.
+func Check(ctx context.Context, client *kube.Client, kinds []string, namespace string, leaderElect, persist bool, logger *slog.Logger) error {
+	var needs []Access
 	for _, kind := range kinds {
 		gvr, ok := watcher.Resource(kind)
 		if !ok {
 			continue // custom resources are checked when their informer starts
 		}
 		for _, verb := range []string{"list", "watch"} {
-			needs = append(needs, access{verb: verb, gvr: gvr})
+			needs = append(needs, Access{Verb: verb, GVR: gvr})
 		}
 	}
 	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	if leaderElect {
 		for _, verb := range []string{"get", "create", "update", "patch"} { // patch: renewals
-			needs = append(needs, access{verb: verb, gvr: leases, namespace: namespace})
+			needs = append(needs, Access{Verb: verb, GVR: leases, Namespace: namespace})
 		}
 	}
 	if persist {
 		for _, verb := range []string{"get", "list", "create", "update", "patch", "delete"} { // get: the ledger's claim; patch: a new leader marks the shards
-			needs = append(needs, access{verb: verb, gvr: configMaps, namespace: namespace})
+			needs = append(needs, Access{Verb: verb, GVR: configMaps, Namespace: namespace})
 		}
 	}
 	var missing []string
 	for _, n := range needs {
-		allowed, err := n.allowed(ctx, client, logger)
+		allowed, err := n.Allowed(ctx, client, logger)
 		if err != nil {
 			return err
 		}
 		if !allowed {
 			where := "in all namespaces"
-			if n.namespace != "" {
-				where = "in namespace " + n.namespace
+			if n.Namespace != "" {
+				where = "in namespace " + n.Namespace
 			}
-			res := n.gvr.Resource
-			if n.gvr.Group != "" {
-				res += "." + n.gvr.Group
+			res := n.GVR.Resource
+			if n.GVR.Group != "" {
+				res += "." + n.GVR.Group
 			}
-			missing = append(missing, fmt.Sprintf("%s %s %s", n.verb, res, where))
+			missing = append(missing, fmt.Sprintf("%s %s %s", n.Verb, res, where))
 		}
 	}
 	if len(missing) > 0 {
@@ -75,10 +79,11 @@ func preflight(ctx context.Context, client *kube.Client, kinds []string, namespa
 	return nil
 }
 
-// allowed asks the API server whether herald may do a.
-func (a access) allowed(ctx context.Context, client *kube.Client, logger *slog.Logger) (bool, error) {
+// Allowed asks the API server whether herald may do a, waiting while
+// the API server cannot be reached.
+func (a Access) Allowed(ctx context.Context, client *kube.Client, logger *slog.Logger) (bool, error) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authv1.ResourceAttributes{Verb: a.verb, Group: a.gvr.Group, Resource: a.gvr.Resource, Subresource: a.subresource, Namespace: a.namespace},
+		ResourceAttributes: &authv1.ResourceAttributes{Verb: a.Verb, Group: a.GVR.Group, Resource: a.GVR.Resource, Subresource: a.Subresource, Namespace: a.Namespace},
 	}}
 	res, err := askUntilReachable(ctx, func() (*authv1.SelfSubjectAccessReview, error) {
 		return client.ReviewAccess(ctx, review)
