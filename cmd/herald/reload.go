@@ -16,6 +16,7 @@ import (
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/handlers"
 	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/internal/slackact"
 )
 
 // reloader watches the configuration file (a mounted ConfigMap changes
@@ -104,7 +105,7 @@ func (r *reloader) apply(ctx context.Context) error {
 	// and allow lists: a reload that changed them would put buttons on
 	// messages with nothing to receive their presses, or keep letting
 	// someone it removed from an allow list press.
-	if !reflect.DeepEqual(interactiveSettings(cfg), interactiveSettings(r.current)) {
+	if !reflect.DeepEqual(slackact.Settings(cfg), slackact.Settings(r.current)) {
 		needRestart = append(needRestart, "slack.interactive")
 	}
 	if len(needRestart) > 0 {

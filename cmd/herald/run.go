@@ -16,17 +16,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/handlers"
+	"github.com/herald-k8s/herald/internal/actions"
 	fencing "github.com/herald-k8s/herald/internal/fence"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/internal/logbuf"
 	"github.com/herald-k8s/herald/internal/preflight"
 	"github.com/herald-k8s/herald/internal/silence"
+	"github.com/herald-k8s/herald/internal/slackact"
 	"github.com/herald-k8s/herald/sinks"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -227,8 +230,11 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	dispatcher.GateOn(lag)
 	ledgerMetrics := &incident.LedgerMetrics{Writes: ledgerWrites.Inc, Failures: ledgerFailures.Inc, Conflicts: ledgerConflicts.Inc, Incidents: func(n int) { ledgerSize.Set(float64(n)) }, Saved: saved, Lag: lag}
 	// Slack's buttons: the leader holds the Socket Mode connection.
-	interactive := newInteractive(cfg, interactiveParts{tracker: tracker, notify: notify, moreLogs: moreLogs, saved: saved,
-		dynamic: clients.Dynamic, typed: typed, logger: logger, reg: reg})
+	interactive := slackact.FromConfig(cfg, actions.Options{
+		Incidents: tracker, Dispatch: notify.Dispatch, Saved: saved, Silences: silence.NewClient(clients.Dynamic),
+		Events: func(ctx context.Context, ev *corev1.Event) error { _, err := typed.CreateEvent(ctx, ev); return err },
+		Logs:   moreLogs, Logger: logger,
+	}, reg)
 	healthz := leader.NewHealthz(20 * time.Second)
 	if *metricsAddr != "" {
 		srv, err := serveOps(*metricsAddr, reg, w, typed.Ready, healthz, *withPprof, logger)
