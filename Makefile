@@ -38,9 +38,11 @@ vet:
 # containerd and real containers beside the timing-sensitive packages
 # would only make both slower and less steady.
 # Most tests wait on timers, not on the CPU: TEST_P packages run side by
-# side, and TEST_PARALLEL tests marked t.Parallel() within each.
-TEST_P ?= 4
-TEST_PARALLEL ?= 6
+# side. Within cmd/herald the end-to-end tests run side by side too,
+# paced by their own weights (cmd/herald/parallel_test.go): TEST_PARALLEL
+# only has to let them all ask.
+TEST_P ?= 3
+TEST_PARALLEL ?= 100
 test: testenv vet build
 	$(GO) test -race -count=1 -p $(TEST_P) -parallel $(TEST_PARALLEL) -timeout 30m $$($(GO) list ./... | grep -v /internal/realnode$$)
 	$(GO) test -race -count=1 -timeout 15m ./internal/realnode

@@ -27,7 +27,7 @@ import (
 // and one Event; then the same for Silence 1 h: one Silence, one Event,
 // one thread reply.
 func TestSlackPressExactlyOnceAcrossFailover(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()

@@ -160,7 +160,7 @@ func pdActions(pd *oncalltest.PagerDuty, action string) int {
 //     unmutes it;
 //   - Unsilence deletes the silence a button made.
 func TestSlackButtons(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	dyn, err := dynamic.NewForConfig(env.Config)

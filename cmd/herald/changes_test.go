@@ -73,7 +73,7 @@ sinks:
 // its informers run: every request it sends in the crash phase, watches
 // and its own namespace aside, is counted, and there are none.
 func TestWhatChangedEndToEnd(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()

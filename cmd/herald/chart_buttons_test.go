@@ -46,7 +46,7 @@ func saMay(t *testing.T, admin kubernetes.Interface, verb, group, resource, name
 // Silence a press asks for in the incident's namespace, records the
 // Event, and deletes the Silence on Unsilence.
 func TestChartRBACButtons(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	admin, _ := env.Client()
 	dyn, err := dynamic.NewForConfig(env.Config)

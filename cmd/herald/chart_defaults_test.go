@@ -111,7 +111,7 @@ func waiting(reason, message string) corev1.PodStatus {
 // Secret and an evicted pod each alert; a rolling update, a scale-down, a
 // completed Job and label edits say nothing.
 func TestChartDefaultsCatchCommonFailures(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)

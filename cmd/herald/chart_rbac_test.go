@@ -23,7 +23,7 @@ import (
 // notifies a crash. A rule for a kind the chart did not grant stops it at
 // start with the missing permission named.
 func TestChartRBACIsEnough(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	admin, _ := env.Client()
 	ctx := context.Background()

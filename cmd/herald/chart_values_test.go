@@ -56,7 +56,7 @@ func sinkNamed(t *testing.T, cfg *config.Config, name string) *config.Sink {
 // checks that each lands where it should in a configuration herald
 // accepts.
 func TestChartValuesRenderValidConfig(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	for _, tt := range []struct {
 		name  string
 		args  []string
@@ -161,7 +161,7 @@ func TestChartValuesRenderValidConfig(t *testing.T) {
 // examples/chart and validates the configuration each ships; helm lint
 // --strict with each is internal/chart's TestLint.
 func TestChartExampleValues(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	checks := map[string]func(t *testing.T, cfg *config.Config){
 		"values.yaml": func(t *testing.T, cfg *config.Config) {
 			if got := ruleNames(cfg); !slices.Equal(got, chartDefaultRules) {

@@ -39,7 +39,7 @@ func unavailableSince(t *testing.T, client kubernetes.Interface, name string, si
 // (deployment-unavailable, for: 15m); the same for a Deployment whose pods
 // crash-loop says only the crash loop (the chart's inhibition).
 func TestChartDefaultsWorkloadRules(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)

@@ -13,7 +13,7 @@ import (
 // TestHelp: every command and subcommand answers -h and --help with its
 // own usage on stdout and exit 0, touching nothing else.
 func TestHelp(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	for _, tt := range []struct {
 		args []string
 		want string // in the usage: the command's own synopsis or flags
@@ -49,7 +49,7 @@ func TestHelp(t *testing.T) {
 // TestUnknownFlagExitsTwo: a flag no command knows is a usage error, with
 // the usage on stderr and nothing on stdout.
 func TestUnknownFlagExitsTwo(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	for _, args := range [][]string{
 		{"run", "--bogus"}, {"validate", "--bogus"}, {"test", "--bogus"}, {"incidents", "--bogus"},
 		{"silence", "create", "--bogus"}, {"silence", "list", "--bogus"}, {"silence", "expire", "x", "--bogus"}, {"version", "--bogus"},
@@ -65,7 +65,7 @@ func TestUnknownFlagExitsTwo(t *testing.T) {
 // TestParseFlagsInterspersed: flags after and between positional
 // arguments are flags; after "--" everything is positional.
 func TestParseFlagsInterspersed(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	for _, tt := range []struct {
 		args    []string
 		ns      string
@@ -91,7 +91,7 @@ func TestParseFlagsInterspersed(t *testing.T) {
 // TestRunTakesF: herald run -f FILE reads FILE, as validate -f and test -f
 // do (the positioned config error shows it was read).
 func TestRunTakesF(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	kc, conns := countingAPIServer(t)
 	var stdout, stderr bytes.Buffer
 	code := runMain(context.Background(), []string{"run", "-f", "testdata/unknown-detector.yaml", "--kubeconfig", kc}, &stdout, &stderr)

@@ -46,7 +46,7 @@ func closedAddr(t *testing.T) string {
 }
 
 func TestPatientWatchesWaitForTheServer(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	addr := closedAddr(t)
 	counting := &countingTransport{next: &http.Transport{}, failed: make(chan error, 1)}
 	client := &http.Client{Transport: patientWatches{next: counting, every: 20 * time.Millisecond}}
@@ -87,7 +87,7 @@ func TestPatientWatchesWaitForTheServer(t *testing.T) {
 }
 
 func TestPatientWatchesOnlyWaitForWatches(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	addr := closedAddr(t)
 	counting := &countingTransport{next: &http.Transport{}, failed: make(chan error, 1)}
 	client := &http.Client{Transport: patientWatches{next: counting, every: 20 * time.Millisecond}}
@@ -123,7 +123,7 @@ func TestPatientWatchesOnlyWaitForWatches(t *testing.T) {
 // does) gets the exposition as it is, so no gzip writer is held between
 // scrapes; the metrics are all there.
 func TestMetricsAreServedUncompressed(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	reg := prometheus.NewRegistry()
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_test_total", Help: "test"})
 	reg.MustRegister(c)

@@ -120,7 +120,7 @@ func podEvent(t *testing.T, client kubernetes.Interface, pod, typ, reason, messa
 // tail and byte limits. No secret of the log reaches a sink (webhook,
 // Slack, NATS), herald's log or its metrics.
 func TestCrashContextEndToEnd(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()
@@ -264,7 +264,7 @@ func grepLines(text, sub string) string {
 // read pods/log — the firing still goes out within the wait bound (2s)
 // + 1s, with its events and hint, saying what is missing and why.
 func TestCrashContextFaults(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()
@@ -367,7 +367,7 @@ func limitedKubeconfig(t *testing.T, env *testenv.Env) *rest.Config {
 // first alerts' latency with context (bounded by its 2 s wait) is set
 // beside the one without, from the same run.
 func TestCrashContextStorm(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()

@@ -105,7 +105,7 @@ func scrapeMetric(addr, sample string) (float64, error) {
 // the real control plane, while a rule whose CEL fails at run time on the
 // same objects is counted, logged once, and stops nothing.
 func TestCELRuleOnCustomResource(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {

@@ -219,7 +219,7 @@ func writePodStatusIn(client kubernetes.Interface, ns, name string, state appSta
 }
 
 func TestCrashLoopToWebhookEndToEnd(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, err := env.Client()
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // TestDryRunShowsExclusions: herald test names, for each excluded
 // finding, the exclusion that dropped it and what it matched.
 func TestDryRunShowsExclusions(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	var stdout, stderr bytes.Buffer
 	code := runMain(context.Background(), []string{"test", "-f", "testdata/exclude.yaml", "--object", "testdata/exclude-pods.yaml"}, &stdout, &stderr)
 	if code != 0 {
@@ -85,7 +85,7 @@ func (p crashPod) create(t *testing.T, client kubernetes.Interface) {
 // is counted — and sends nothing, while a pod of the same rule that the
 // exclusion does not match fires in the same run.
 func TestExcludeEndToEnd(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, err := env.Client()
 	if err != nil {

@@ -317,7 +317,7 @@ func (h *loadHarness) checkWithin(want map[string]bool, timeout time.Duration) (
 // crash transitions. Every transition is delivered at least once, and any
 // duplicate carries the same idempotency key as the first delivery.
 func TestFailoverUnderLoad(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("a minute of load against three processes")
 	}
@@ -349,7 +349,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 // three replicas in turn gets SIGTERM and a replacement: nothing is lost,
 // and no notification is sent twice.
 func TestRollingRestartUnderLoad(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("a minute of load against three processes")
 	}

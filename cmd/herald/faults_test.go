@@ -35,7 +35,7 @@ const inFlightWindow = 3 * time.Second
 // notification is repeated only if its first delivery fell in the
 // in-flight window before a kill, with the same idempotency key.
 func TestSIGKILLAtRandomPoints(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("a minute and a half of load with kills")
 	}
@@ -94,7 +94,7 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 //     and go before it are seen only as their final state, never notified.
 //   - Watch cache off: the watch resumes from etcd's history.
 func TestAPIServerRestartUnderLoad(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("two minutes of load across API server restarts")
 	}
@@ -160,7 +160,7 @@ func readyz(r *replica) int {
 // while etcd is away, and recovers by itself: crashes before and after
 // are all notified, none twice.
 func TestEtcdOutage(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("a 30 s etcd outage")
 	}
@@ -258,7 +258,7 @@ func ledgerSettled(t *testing.T, client kubernetes.Interface) {
 // the connection returns, the watch cannot resume (410 Gone), herald lists
 // again, and notifies exactly the changes it missed, once.
 func TestExpiredWatchListsAgain(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	if testing.Short() {
 		t.Skip("etcd compaction under a cut connection")
 	}
@@ -321,7 +321,7 @@ func TestExpiredWatchListsAgain(t *testing.T) {
 // lease renewals and ledger writes in the window: counting nothing passes
 // nothing.
 func TestNoPerEventAPICalls(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("10,000 pods")
 	}

@@ -16,7 +16,7 @@ import (
 // ready for the settle time, within settle + 5 s of its recovery.
 // Before the settle time this was 8 firings and 8 resolved.
 func TestFlappingCrashLoopIsOneIncident(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)

@@ -28,7 +28,7 @@ import (
 // in /metrics, and a genuine Event in team-a, created after them, pages
 // team-a (so herald was watching).
 func TestForgedEventPagesNobody(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	ctx := context.Background()
 	admin, err := env.Client()

@@ -63,7 +63,7 @@ func stuck(t *testing.T, client kubernetes.Interface, name string) time.Time {
 // goes out at the wait's original end, not a whole for: after the new
 // process first saw it.
 func TestForWaitSurvivesRestartAndFailover(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	const wait = 20 * time.Second
 	env := testenv.New(t)
 	client, _ := env.Client()

@@ -11,7 +11,7 @@ import (
 )
 
 func TestHealthcheck(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	ready := true
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/readyz" || !ready {

@@ -41,7 +41,7 @@ import (
 //     are bounded; every ledger save succeeds and every shard stays under
 //     incident.MaxShardBytes.
 func TestHostileObjects(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	if testing.Short() {
 		t.Skip("3,000 pods and 100 MB of annotations")
 	}

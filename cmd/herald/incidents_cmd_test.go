@@ -37,7 +37,7 @@ func readOnlyKubeconfig(t *testing.T, env *testenv.Env, namespace string) string
 // running herald's ledger (not the one that resolved), in both formats,
 // with a paced update shown as held.
 func TestIncidentsCommand(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)

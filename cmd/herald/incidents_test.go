@@ -77,7 +77,7 @@ func expectSentinel(t *testing.T, client kubernetes.Interface, recv *receiver, n
 // that recovered while it was down; restart counts already reported do
 // not count again.
 func TestRestartIsQuiet(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
@@ -120,7 +120,7 @@ func TestRestartIsQuiet(t *testing.T) {
 // TestFirstInstallStartupModes: 50 pods already broken when herald is
 // installed (empty ledger) give one digest, 50 notifications, or none.
 func TestFirstInstallStartupModes(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	crashPods(t, client, "broken", 50)
@@ -161,7 +161,7 @@ sinks:
 // another: one firing and updates, never a second firing; all recover: one
 // resolved.
 func TestGroupByWorkloadOnControlPlane(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
@@ -235,7 +235,7 @@ func expectOneDeploymentIncident(t *testing.T, got []sinks.Payload) {
 // ledger ConfigMap is reported, its incidents count as new, and herald
 // keeps working.
 func TestCorruptLedgerIsReportedAndSurvived(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)

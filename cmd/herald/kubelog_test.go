@@ -8,7 +8,7 @@ import (
 // TestKubeLogVerbosityCap: up to 5 is fine; above, refused unless forced,
 // and forced it is a warning; below 0 never.
 func TestKubeLogVerbosityCap(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	for _, tc := range []struct {
 		v           int
 		force       bool

@@ -20,7 +20,7 @@ var leaderIdentity = regexp.MustCompile(`msg="became the leader" lease=default/h
 // Lease holder notifies; stopping it gracefully hands over to the other
 // with no duplicate and nothing lost.
 func TestOneLeaderNotifiesAndHandsOverOnSIGTERM(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)

@@ -61,7 +61,7 @@ func refuseLedgerWrites(t *testing.T, client kubernetes.Interface) (lift func())
 // metrics — and the next leader, once the policy is lifted, repeats at
 // most those 10 and loses nothing.
 func TestLedgerWritesRefusedPauseSending(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	const limit = 10
 	env := testenv.New(t)
 	client, _ := env.Client()

@@ -13,7 +13,7 @@ import (
 // counts connections: a bad config must exit 1 with the positioned error
 // and never dial the API server.
 func TestRunBadConfigExitsBeforeConnecting(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	kc, conns := countingAPIServer(t)
 	tests := []struct{ file, want string }{
 		{"../../config/testdata/missing-sink.yaml", `missing-sink.yaml:5:18: rules[0].sinks[1]: unknown sink "pager"`},
@@ -91,7 +91,7 @@ func TestValidateOffline(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	var stdout bytes.Buffer
 	if code := runMain(context.Background(), []string{"version"}, &stdout, &stdout); code != 0 || stdout.String() != "herald dev\n" {
 		t.Errorf("version: exit %d, output %q", code, stdout.String())
@@ -101,7 +101,7 @@ func TestVersion(t *testing.T) {
 // TestDryRun runs herald test on objects from files: the rules that fire
 // and their exact messages, nothing sent.
 func TestDryRun(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	var stdout, stderr bytes.Buffer
 	code := runMain(context.Background(), []string{"test", "-f", "testdata/dry-run.yaml",
 		"--object", "../../internal/rules/testdata/objects/crashloop.yaml",
@@ -126,7 +126,7 @@ Widget default/w2: no rule fires
 // TestRunBadFlagExitsTwo: a flag value herald cannot use is a usage
 // error (exit 2) that names the flag, before anything is read or dialled.
 func TestRunBadFlagExitsTwo(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	kc, conns := countingAPIServer(t)
 	for _, tt := range []struct {
 		args []string
@@ -175,7 +175,7 @@ func TestExampleObjects(t *testing.T) {
 // TestDryRunRuleErrorsFail: a rule that cannot be evaluated on an object
 // makes herald test exit 1, as a CI pipeline needs.
 func TestDryRunRuleErrorsFail(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "herald.yaml")
 	// The condition compiles, but reading a label the pod does not have
@@ -197,7 +197,7 @@ sinks: [{name: out, stdout: {}}]
 // clear, a bidi override), shown by a rule's text: herald test prints the
 // message without them.
 func TestHeraldTestPrintsNothingRaw(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	dir := t.TempDir()
 	config, objects := filepath.Join(dir, "herald.yaml"), filepath.Join(dir, "pod.yaml")
 	if err := os.WriteFile(config, []byte("rules: [{name: crash, kind: Pod, detector: crashloop, sinks: [out], message: {text: '{{ index .Facts \"lastMessage\" }}'}}]\nsinks: [{name: out, stdout: {}}]\n"), 0o600); err != nil {

@@ -10,7 +10,7 @@ import (
 // runtime's soft limit at 85%; an explicit GOMEMLIMIT wins; a bad value is
 // an error that names the variable, and sets nothing.
 func TestSetMemoryLimit(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	before := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(before)
 	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }

@@ -91,7 +91,7 @@ func monitoringQueries(t *testing.T) []string {
 // that the metrics that appear only once something happens do (a sink
 // giving up, a failing CEL rule, merged updates, a flapping incident).
 func TestMonitoringUsesExposedMetrics(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	exprs := monitoringQueries(t)
 	used := map[string]bool{}
 	for _, e := range exprs {

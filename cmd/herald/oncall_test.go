@@ -63,7 +63,7 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) time.D
 // sent twice; its resolution resolves the PagerDuty alert with the same
 // dedup key and the Alertmanager alert within 2 s.
 func TestOnCallDestinations(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	const resolveTimeout = 5 * time.Second
 	env := testenv.New(t)
 	client, err := env.Client()

@@ -124,7 +124,7 @@ func createNamespaces(t *testing.T, client kubernetes.Interface, names ...string
 // and nine updates, as before. Then 100 Deployments × 3 pods crash within
 // 10 s: 100 firings, none held back by another incident's pacing.
 func TestWorkloadStormIsPaced(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
@@ -247,7 +247,7 @@ func setStatusIn(t *testing.T, client kubernetes.Interface, ns, name string, sta
 // due, as the incident's second notification (the same idempotency key
 // the first herald would have used).
 func TestRestartWithAHeldUpdate(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)

@@ -18,7 +18,7 @@ import (
 // instead of retrying a forbidden watch forever. With the rest granted it
 // starts.
 func TestMissingPermissionsFailFast(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	admin, _ := env.Client()
 	ctx := context.Background()

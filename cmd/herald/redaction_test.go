@@ -43,7 +43,7 @@ var pathSecrets = map[string]string{
 // was there. So does every secret of internal/redact's corpus, sent as
 // termination messages.
 func TestSecretsReachNoSinkNorLedger(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()

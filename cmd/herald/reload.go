@@ -52,7 +52,7 @@ func newReloader(path string, interval time.Duration, cfg *config.Config, ctrl *
 }
 
 func (r *reloader) run(ctx context.Context) {
-	last := fileHash(r.path)
+	change := steadyChange{last: fileHash(r.path)}
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
 	for {
@@ -61,11 +61,9 @@ func (r *reloader) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		h := fileHash(r.path)
-		if h == nil || bytes.Equal(h, last) {
+		if !change.done(fileHash(r.path)) {
 			continue
 		}
-		last = h
 		if err := r.apply(ctx); err != nil {
 			r.ok.Set(0)
 			r.failures.Inc()
@@ -75,6 +73,32 @@ func (r *reloader) run(ctx context.Context) {
 		}
 		r.ok.Set(1)
 	}
+}
+
+// steadyChange says when a polled file has changed and its writer is
+// done: its content differs from the last one applied and read the same
+// at two checks in a row. A file written in place (truncated, then
+// written) can be read in between, empty or cut; applied, it would be
+// rejected, then the whole file applied at the next check. A mounted
+// ConfigMap is swapped whole, and waits one interval more.
+type steadyChange struct {
+	last []byte // the content last applied (its hash)
+	seen []byte // a new content seen at the last check, not yet applied
+}
+
+// done takes the hash of the content read now (nil: unreadable) and
+// says whether to apply it.
+func (c *steadyChange) done(h []byte) bool {
+	if h == nil || bytes.Equal(h, c.last) {
+		c.seen = nil
+		return false
+	}
+	if !bytes.Equal(h, c.seen) {
+		c.seen = h
+		return false
+	}
+	c.last, c.seen = h, nil
+	return true
 }
 
 // apply loads and compiles the file; what cannot change at run time

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"slices"
@@ -20,7 +21,7 @@ import (
 // a restart; a broken file is rejected with its errors and the rules in
 // force keep firing; a removed rule's incidents resolve, saying so.
 func TestHotReload(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
@@ -140,7 +141,7 @@ func reloadingHerald(t *testing.T, rules string) (client kubernetes.Interface, r
 // run time may read anything, so the pod cache is listed again whole and
 // the new rule sees the annotation the compact cache did not keep.
 func TestReloadCachesPodsWholeForCEL(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	crashRule := "  - {name: crash, kind: Pod, detector: crashloop, sinks: [hook]}\n"
 	client, recv, h, sinks := reloadingHerald(t, crashRule)
 	pod := newPod("owned")
@@ -170,7 +171,7 @@ func TestReloadCachesPodsWholeForCEL(t *testing.T) {
 // the new pod informer gets the workload index before it starts, so two
 // crashing pods of a Deployment of three are still one incident, "2/3".
 func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	groupRule := "  - {name: crash, kind: Pod, detector: crashloop, groupBy: workload, updateInterval: 0s, sinks: [hook]}\n"
 	client, recv, h, sinks := reloadingHerald(t, groupRule)
 	createDeploymentPods(t, client, 3)
@@ -188,5 +189,37 @@ func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
 	// The workload's pod count comes from the index.
 	if last := got[1].Title; last != "CrashLoopBackOff: Deployment default/api: 2/3 pods (container app)" {
 		t.Errorf("title after two of three pods: %q", last)
+	}
+}
+
+// TestAChangeIsAppliedOnceItsWriterIsDone: a file written in place is
+// read empty, then whole; it is applied once, whole, when two checks in
+// a row read the same content.
+func TestAChangeIsAppliedOnceItsWriterIsDone(t *testing.T) {
+	beside(t)
+	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+	c := steadyChange{last: hash("v1")}
+	for i, step := range []struct {
+		read  string
+		apply bool
+	}{
+		{"v1", false},
+		{"", false},   // truncated: an empty file hashes too
+		{"v2", false}, // written: not yet known to be whole
+		{"v2", true},  // the same a check later: applied
+		{"v2", false}, // and only once
+		{"v3", false},
+		{"v2", false}, // changed back before it settled: nothing to apply
+		{"v2", false},
+		{"v3", false},
+		{"v1", false}, // changed again before it settled
+		{"v1", true},
+	} {
+		if got := c.done(hash(step.read)); got != step.apply {
+			t.Errorf("check %d (read %q): apply %v, want %v", i, step.read, got, step.apply)
+		}
+	}
+	if c.done(nil) {
+		t.Error("an unreadable file was applied")
 	}
 }

@@ -109,7 +109,7 @@ func (s *slackChannels) all() []slackPost {
 // alert reaches the default channel saying why; and a storm under
 // Slack's rate limit goes out as one digest per team, not one for all.
 func TestRoutingByTeam(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	client, _ := env.Client()
 	ctx := context.Background()

@@ -299,7 +299,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 // TestInsecureTLSIsAWarning: certificate verification is on unless a sink
 // turns it off, and turning it off is logged as a warning naming the sink.
 func TestInsecureTLSIsAWarning(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	for _, insecure := range []bool{false, true} {
 		cfg, _, err := loadConfig(writeFile(t, t.TempDir(), "herald.yaml", fmt.Sprintf(`
 rules:

@@ -18,7 +18,7 @@ import (
 // release's pods run there (a second release of herald counts as
 // another); without permission to look, it says so at info level.
 func TestSharedNamespaceWarning(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	ctx := context.Background()
 	admin, _ := env.Client()

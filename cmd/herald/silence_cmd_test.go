@@ -24,7 +24,7 @@ import (
 // admin, as a user whose RBAC allows silences in one namespace only, and
 // as one with no access at all; ClusterSilences with --all-namespaces.
 func TestSilenceCommand(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	env := testenv.New(t)
 	ctx := context.Background()
 	admin, _ := env.Client()
@@ -196,7 +196,7 @@ func TestSilenceCommand(t *testing.T) {
 // second later (the Silence resource refuses endsAt == startsAt, and
 // seconds are all RFC 3339 carries here); later, it ends now.
 func TestExpiryEnd(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	start := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	if got := expiryEnd(start, start); !got.Equal(start.Add(time.Second)) {
 		t.Errorf("expired in its first second: ends %s, want %s", got, start.Add(time.Second))

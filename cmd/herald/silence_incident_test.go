@@ -12,7 +12,7 @@ import (
 // (or workload) and one rule; a ledger entry that names no object, or a
 // glob, is refused rather than turned into a silence of a whole rule.
 func TestSilenceForIsNeverWide(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	ok := incident.Incident{ID: "a-1", Rule: "crash", Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-1"}}
 	ns, cluster := "", false
 	m, err := silenceFor(ok, &ns, &cluster)

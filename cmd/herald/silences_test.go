@@ -119,7 +119,7 @@ type mutingHarness struct {
 
 // TestMuting runs the muting tests on one control plane and one herald.
 func TestMuting(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	m := newMutingHarness(t)
 	t.Run("Silences", m.silences)
 	t.Run("Inhibition", m.inhibition)

@@ -75,7 +75,7 @@ const maxLatency = 3 * time.Second
 // server after its successor claimed the ledger was refused there (and
 // some did).
 func TestNoSplitBrain(t *testing.T) {
-	t.Parallel()
+	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("three processes through fault proxies under a crash storm, a dozen handovers")
 	}

@@ -12,7 +12,7 @@ import (
 // refused before herald connects to anything (no cluster here), with exit
 // code 2 and the flag to change named.
 func TestBadLeaseTimingsAreRefusedAtOnce(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -12,7 +12,7 @@ import (
 // namespace), where each sink sends it, the mentions, and route by route
 // why the others did not; an unknown namespace is said, not guessed.
 func TestTestRoute(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	var stdout, stderr bytes.Buffer
 	code := runMain(context.Background(), []string{"test", "-f", "testdata/routes/config.yaml", "--object", "testdata/routes/objects.yaml", "--route"}, &stdout, &stderr)
 	if code != 0 {

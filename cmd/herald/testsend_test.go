@@ -63,7 +63,7 @@ func (s *standIn) got() string {
 // with the destination's own reason when it refuses the credential, and
 // never prints the credential.
 func TestSendTestNotification(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	bearer := func(token string) func(*http.Request) bool {
 		return func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+token }
 	}

@@ -13,7 +13,7 @@ import (
 // clusterName is valid (exit 0) but validate says that its messages will
 // not name their cluster; with clusterName it says nothing of the kind.
 func TestValidateWarnsWithoutClusterName(t *testing.T) {
-	t.Parallel()
+	beside(t)
 	const warning = "clusterName is not set: messages will not say which cluster they come from"
 	const rest = "rules:\n  - {name: crash, kind: Pod, detector: crashloop, severity: critical, sinks: [out]}\nsinks: [{name: out, stdout: {}}]\n"
 	for _, c := range []struct {
