@@ -40,7 +40,9 @@ vet:
 # Most tests wait on timers, not on the CPU: TEST_P packages run side by
 # side. Within cmd/herald the end-to-end tests run side by side too,
 # paced by their own weights (cmd/herald/parallel_test.go): TEST_PARALLEL
-# only has to let them all ask.
+# only has to let them all ask. It applies to every package of the first
+# go test; no other package there marks tests t.Parallel() (the real
+# node's, which do, run in the second with their own -parallel).
 TEST_P ?= 3
 TEST_PARALLEL ?= 100
 test: testenv vet build

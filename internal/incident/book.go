@@ -10,7 +10,7 @@ import (
 // keeps the open incidents by fingerprint, the resolved ones it retains,
 // which objects are members of what, and the occurrence numbers that make
 // an incident's ID. Whether and when anything is said is for the stages
-// (tracker.go lists them); the book only records. Every method expects
+// (the package doc gives their order); the book only records. Every method expects
 // the tracker's lock held.
 type book struct {
 	open     map[string]*Incident // fingerprint → open incident

@@ -19,8 +19,9 @@
 // it for people). Tracker.Reconcile, for each finding of an object:
 //
 //  1. an open incident of the finding's fingerprint continues: its
-//     membership changes, then its updates are paced (pacer, pacing.go)
-//     and its repeats are quieted once acknowledged (Acks, ack.go);
+//     membership changes (and whether the member is settling, waits),
+//     then its updates are paced (pacer, pacing.go) and its repeats are
+//     quieted once acknowledged (Acks, ack.go);
 //  2. a finding that only sustains a problem opens nothing;
 //  3. pending: the rule's for: is waited out (waits, waits.go);
 //  4. the namespace's cap (namespaceCap, overflow.go): past it, the
@@ -34,6 +35,9 @@
 // windows, annotations, inhibition (muting, mute.go) — before it is
 // numbered and recorded as pending for each sink (notify and record,
 // record.go; deliveries, delivery.go, keeps what each sink still owes).
+// Two are never held: the resolution of an incident that was announced
+// (no message stays red), and an acknowledgement (a person's act, not
+// news; Acks.Record records it directly).
 package incident
 
 import (

@@ -44,7 +44,9 @@ func (t *Tracker) notify(inc *Incident, tr Transition, now time.Time, change str
 // record makes the incident's next notification and records it as
 // pending for every sink until they accept it. It says all there is to
 // say now, so an update held back is sent with it, or is moot. Callers go
-// through notify, which first asks whether it is muted.
+// through notify, which first asks whether it is muted; only the muting
+// stage itself (saying what a mute held back, or that one now holds) and
+// an acknowledgement (never muted: Acks.Record) record directly.
 func (t *Tracker) record(inc *Incident, tr Transition, now time.Time, change string) Notification {
 	t.pacer.drop(inc)
 	inc.Seq++
