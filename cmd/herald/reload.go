@@ -52,7 +52,8 @@ func newReloader(path string, interval time.Duration, cfg *config.Config, ctrl *
 }
 
 func (r *reloader) run(ctx context.Context) {
-	change := steadyChange{last: fileHash(r.path)}
+	data, _ := os.ReadFile(r.path)
+	change := steadyChange{last: contentHash(data)}
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
 	for {
@@ -61,10 +62,15 @@ func (r *reloader) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if !change.done(fileHash(r.path)) {
+		// Read once: what is applied is exactly what was checked.
+		data, err := os.ReadFile(r.path)
+		if err != nil {
+			data = nil
+		}
+		if !change.done(contentHash(data)) {
 			continue
 		}
-		if err := r.apply(ctx); err != nil {
+		if err := r.apply(ctx, data); err != nil {
 			r.ok.Set(0)
 			r.failures.Inc()
 			r.logger.Error("configuration change rejected; the previous configuration keeps running",
@@ -101,10 +107,10 @@ func (c *steadyChange) done(h []byte) bool {
 	return true
 }
 
-// apply loads and compiles the file; what cannot change at run time
-// rejects the change as a whole, so it never half-applies.
-func (r *reloader) apply(ctx context.Context) error {
-	cfg, set, err := loadConfig(r.path)
+// apply loads and compiles data, the file's content; what cannot change
+// at run time rejects the change as a whole, so it never half-applies.
+func (r *reloader) apply(ctx context.Context, data []byte) error {
+	cfg, set, err := compileConfig(r.path, func(path string) (*config.Config, error) { return config.Parse(path, data) })
 	if err != nil {
 		return err
 	}
@@ -156,9 +162,9 @@ func (r *reloader) apply(ctx context.Context) error {
 	return nil
 }
 
-func fileHash(path string) []byte {
-	data, err := os.ReadFile(path)
-	if err != nil {
+// contentHash is what a check compares of the file (nil: unreadable).
+func contentHash(data []byte) []byte {
+	if data == nil {
 		return nil
 	}
 	h := sha256.Sum256(data)

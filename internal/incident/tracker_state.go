@@ -117,15 +117,17 @@ func (t *Tracker) Snapshot() ([]Incident, uint64) {
 // copying every retained incident each second was the largest part of a
 // flush.
 func (t *Tracker) SharedSnapshot() ([]*Incident, uint64) {
-	t.mu.Lock()
-	t.forgetResolved(t.opts.Now(), t.opts.Retention)
-	all := append(t.all(), t.waits.records()...)
-	out := make([]*Incident, len(all))
-	for i, inc := range all {
-		out[i] = inc.shared()
-	}
-	version := t.version
-	t.mu.Unlock()
+	out, version := func() ([]*Incident, uint64) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.forgetResolved(t.opts.Now(), t.opts.Retention)
+		all := append(t.all(), t.waits.records()...)
+		out := make([]*Incident, len(all))
+		for i, inc := range all {
+			out[i] = inc.shared()
+		}
+		return out, t.version
+	}()
 	// Sorted after the lock is let go: the snapshots are never changed
 	// once made, and the workers need not wait for the sort of every
 	// incident the ledger holds (~1–2 ms each second under churn).

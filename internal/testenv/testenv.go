@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,10 +79,12 @@ type Env struct {
 	Node *Node
 
 	etcd, apiserver *process
-	ownDir          bool
-	bins            Binaries
-	etcdArgs        []string
-	apiserverArgs   []string
+	// etcdPeerURL tells our etcd from another answering on our port.
+	etcdPeerURL   string
+	ownDir        bool
+	bins          Binaries
+	etcdArgs      []string
+	apiserverArgs []string
 }
 
 // Start builds the binaries if needed, then starts etcd and kube-apiserver
@@ -100,7 +104,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			}
 		}
 		env, err = start(ctx, try)
-		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "bind: address already in use") {
 			return env, err
 		}
 		if opts.Logf != nil {
@@ -146,6 +150,7 @@ func start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 	env.EtcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	env.etcdPeerURL = "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	env.bins = bins
 	env.etcdArgs = []string{
 		"--data-dir=" + filepath.Join(env.Dir, "etcd"),
@@ -254,7 +259,7 @@ func (e *Env) StartEtcd(ctx context.Context) error {
 	if e.etcd, err = startProcess(e.bins.Etcd, filepath.Join(e.Dir, "etcd.log"), e.etcdArgs...); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, e.etcd, 30*time.Second, func() bool { return httpOK(http.DefaultClient, e.EtcdURL+"/health") }); err != nil {
+	if err := waitFor(ctx, e.etcd, 30*time.Second, func() bool { return e.etcdIsOurs() }); err != nil {
 		return fmt.Errorf("etcd did not become healthy: %w", err)
 	}
 	return nil
@@ -386,6 +391,37 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// etcdIsOurs probes the etcd at EtcdURL once: healthy, and ours — its
+// one member has this environment's peer URL. With control planes
+// starting side by side, the etcd answering on a port picked free may be
+// another test's, ours having failed to bind it: /health alone would
+// take that one for ours.
+func (e *Env) etcdIsOurs() bool {
+	if !httpOK(http.DefaultClient, e.EtcdURL+"/health") {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.EtcdURL+"/v3/cluster/member/list", strings.NewReader("{}"))
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Members []struct {
+			PeerURLs []string `json:"peerURLs"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list.Members) != 1 {
+		return false
+	}
+	return slices.Contains(list.Members[0].PeerURLs, e.etcdPeerURL)
 }
 
 // httpOK probes url once. Each probe is bounded: a port another listener

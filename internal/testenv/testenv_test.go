@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,36 +112,54 @@ func TestEnsureBinariesConcurrent(t *testing.T) {
 
 // TestStartAgainWhenAPortIsTaken: a port picked free and taken by another
 // listener before etcd binds it (tests in parallel) makes the start try
-// again on new ports, not fail.
+// again on new ports, not fail, and not use what took it: a listener
+// that never answers, or another test's etcd, healthy and answering.
 func TestStartAgainWhenAPortIsTaken(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	other, err := Start(context.Background(), Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer taken.Close()
-	calls := 0
-	var logs syncLines
-	env, err := Start(context.Background(), Options{Dir: t.TempDir(), Logf: logs.add, freePorts: func(n int) ([]int, error) {
-		calls++
-		ports, err := freePorts(n)
-		if calls == 1 && err == nil {
-			ports[0] = taken.Addr().(*net.TCPAddr).Port // etcd's client port
-		}
-		return ports, err
-	}})
-	if err != nil {
-		t.Fatalf("start with a taken port: %v", err)
-	}
-	defer env.Stop()
-	if calls != 2 || !logs.has("starting again on new ports") {
-		t.Errorf("ports picked %d times (want 2), logs:\n%s", calls, logs.String())
-	}
-	client, err := env.Client()
+	defer other.Stop()
+	otherEtcd, err := url.Parse(other.EtcdURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.Discovery().ServerVersion(); err != nil {
-		t.Errorf("the second start does not serve: %v", err)
+	otherAddr, err := net.ResolveTCPAddr("tcp", otherEtcd.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	for name, taken := range map[string]net.Addr{"a listener that never answers": silent.Addr(), "another test's etcd": otherAddr} {
+		t.Run(name, func(t *testing.T) {
+			calls := 0
+			var logs syncLines
+			env, err := Start(context.Background(), Options{Dir: t.TempDir(), Logf: logs.add, freePorts: func(n int) ([]int, error) {
+				calls++
+				ports, err := freePorts(n)
+				if calls == 1 && err == nil {
+					ports[0] = taken.(*net.TCPAddr).Port // etcd's client port
+				}
+				return ports, err
+			}})
+			if err != nil {
+				t.Fatalf("start with a taken port: %v", err)
+			}
+			defer env.Stop()
+			if calls != 2 || !logs.has("starting again on new ports") {
+				t.Errorf("ports picked %d times (want 2), logs:\n%s", calls, logs.String())
+			}
+			client, err := env.Client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.Discovery().ServerVersion(); err != nil {
+				t.Errorf("the second start does not serve: %v", err)
+			}
+		})
 	}
 }
 
