@@ -34,20 +34,17 @@ testenv:
 vet:
 	$(GO) vet ./...
 
-# The real-node tests (internal/realnode) run after the rest: a kubelet,
-# containerd and real containers beside the timing-sensitive packages
-# would only make both slower and less steady.
 # Most tests wait on timers, not on the CPU: TEST_P packages run side by
-# side. Within cmd/herald the end-to-end tests run side by side too,
-# paced by their own weights (cmd/herald/parallel_test.go): TEST_PARALLEL
-# only has to let them all ask. It applies to every package of the first
-# go test; no other package there marks tests t.Parallel() (the real
-# node's, which do, run in the second with their own -parallel).
+# side, the real node's among them (its pods wait on the kubelet's
+# back-offs far more than they compute). Within cmd/herald the end-to-end
+# tests run side by side too, paced by their own weights
+# (cmd/herald/parallel_test.go); the real node's run all at once
+# (internal/realnode/main_test.go). TEST_PARALLEL only has to let them
+# all ask; no other package marks tests t.Parallel().
 TEST_P ?= 3
 TEST_PARALLEL ?= 100
 test: testenv vet build
-	$(GO) test -race -count=1 -p $(TEST_P) -parallel $(TEST_PARALLEL) -timeout 30m $$($(GO) list ./... | grep -v /internal/realnode$$)
-	$(GO) test -race -count=1 -timeout 15m ./internal/realnode
+	$(GO) test -race -count=1 -p $(TEST_P) -parallel $(TEST_PARALLEL) -timeout 30m ./...
 	$(MAKE) fuzz
 
 # Every fuzz target for a short run (FUZZ_RUNS inputs each; counted, not
