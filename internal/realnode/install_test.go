@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -203,8 +202,8 @@ func install(t *testing.T) *installation {
 		t.Fatal(err)
 	}
 	in.layout = filepath.Join(dir, "image")
-	if _, err := ociimage.Build(ctx, ociimage.Options{Source: "../..", Out: in.layout, Tag: in.version, Version: in.version,
-		Revision: "realnode", Created: time.Now().UTC().Truncate(time.Second), Platforms: []ociimage.Platform{{OS: "linux", Architecture: runtime.GOARCH}}}); err != nil {
+	if _, err := testenv.BuildHeraldImage(ctx, testenv.HeraldImage{Out: in.layout, Version: in.version,
+		Revision: "realnode", Created: time.Now().UTC().Truncate(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	image := ociimage.Reference{Registry: in.registry.Host, Repository: "herald/herald", Tag: in.version}
