@@ -52,16 +52,19 @@ test: testenv vet build
 	$(MAKE) fuzz
 
 # Every fuzz target for a short run (FUZZ_RUNS inputs each; counted, not
-# timed: a -fuzztime duration trips a coordinator race in go1.26.8).
+# timed: a -fuzztime duration trips a coordinator race in go1.26.8),
+# FUZZ_JOBS targets at a time with one worker each: linking a target's
+# binary keeps one core busy, so two side by side fill both. Each
+# target's output is printed whole when it ends.
 # Longer runs: make fuzz FUZZ_RUNS=1000000
 FUZZ_RUNS ?= 3000
+FUZZ_JOBS ?= 2
 FUZZ_TARGETS := ./config:FuzzParse ./internal/rules:FuzzEvaluate ./internal/incident:FuzzLedgerDecode ./sinks/slack:FuzzRender ./internal/enrich:FuzzCleanTail ./sinks/teams:FuzzRender ./sinks/webhook:FuzzDocumentedTemplates ./watcher:FuzzDecodeCompactPod ./sinks:FuzzAppendStringIsEncodingJSON ./internal/redact:FuzzRedactInContext
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "fuzz $$name ($$pkg), $(FUZZ_RUNS) inputs"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_RUNS)x -fuzzminimizetime 2s -parallel 2 $$pkg; \
-	done
+	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
+		t={}; pkg=$${t%%:*}; name=$${t##*:}; \
+		out=$$($(GO) test -run "^$$" -fuzz "^$$name\$$" -fuzztime $(FUZZ_RUNS)x -fuzzminimizetime 2s -parallel 1 $$pkg 2>&1); rc=$$?; \
+		printf "fuzz %s (%s), $(FUZZ_RUNS) inputs\n%s\n" "$$name" "$$pkg" "$$out"; exit $$rc'
 
 demo: testenv build
 	$(GO) run ./internal/demo -herald bin/herald -config examples/demo.yaml
