@@ -317,10 +317,10 @@ func (h *loadHarness) checkWithin(want map[string]bool, timeout time.Duration) (
 // crash transitions. Every transition is delivered at least once, and any
 // duplicate carries the same idempotency key as the first delivery.
 func TestFailoverUnderLoad(t *testing.T) {
-	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("a minute of load against three processes")
 	}
+	besideHeavy(t)
 	h := newLoadHarness(t)
 	leader := h.leader(h.replicas)
 	var killedAt time.Time
@@ -349,10 +349,10 @@ func TestFailoverUnderLoad(t *testing.T) {
 // three replicas in turn gets SIGTERM and a replacement: nothing is lost,
 // and no notification is sent twice.
 func TestRollingRestartUnderLoad(t *testing.T) {
-	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("a minute of load against three processes")
 	}
+	besideHeavy(t)
 	h := newLoadHarness(t)
 	h.leader(h.replicas)
 	want := h.load(func() {

@@ -35,10 +35,10 @@ const inFlightWindow = 3 * time.Second
 // notification is repeated only if its first delivery fell in the
 // in-flight window before a kill, with the same idempotency key.
 func TestSIGKILLAtRandomPoints(t *testing.T) {
-	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("a minute and a half of load with kills")
 	}
+	besideHeavy(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d (kill times)", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -94,10 +94,10 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 //     and go before it are seen only as their final state, never notified.
 //   - Watch cache off: the watch resumes from etcd's history.
 func TestAPIServerRestartUnderLoad(t *testing.T) {
-	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("two minutes of load across API server restarts")
 	}
+	besideHeavy(t)
 	for _, tt := range []struct {
 		name            string
 		apiServerArgs   []string
@@ -160,10 +160,10 @@ func readyz(r *replica) int {
 // while etcd is away, and recovers by itself: crashes before and after
 // are all notified, none twice.
 func TestEtcdOutage(t *testing.T) {
-	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("a 30 s etcd outage")
 	}
+	besideHeavy(t)
 	h := newLoadHarnessWith(t, harnessOptions{replicas: 1, args: []string{}})
 	r := h.replicas[0]
 	h.leader(h.replicas)
@@ -258,10 +258,10 @@ func ledgerSettled(t *testing.T, client kubernetes.Interface) {
 // the connection returns, the watch cannot resume (410 Gone), herald lists
 // again, and notifies exactly the changes it missed, once.
 func TestExpiredWatchListsAgain(t *testing.T) {
-	beside(t)
 	if testing.Short() {
 		t.Skip("etcd compaction under a cut connection")
 	}
+	beside(t)
 	h := newLoadHarnessWith(t, harnessOptions{replicas: 0, env: testenv.Options{APIServerArgs: []string{"--watch-cache=false"}},
 		args: []string{"--lease-duration", "60s", "--renew-deadline", "45s", "--retry-period", "2s"}})
 	ctx := context.Background()
@@ -321,10 +321,10 @@ func TestExpiredWatchListsAgain(t *testing.T) {
 // lease renewals and ledger writes in the window: counting nothing passes
 // nothing.
 func TestNoPerEventAPICalls(t *testing.T) {
-	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("10,000 pods")
 	}
+	besideHeavy(t)
 	h := newLoadHarnessWith(t, harnessOptions{replicas: 0, env: testenv.Options{Audit: true}})
 	ctx := context.Background()
 	const pods, storm = 10000, 2000

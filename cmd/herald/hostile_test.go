@@ -41,10 +41,10 @@ import (
 //     are bounded; every ledger save succeeds and every shard stays under
 //     incident.MaxShardBytes.
 func TestHostileObjects(t *testing.T) {
-	beside(t)
 	if testing.Short() {
 		t.Skip("3,000 pods and 100 MB of annotations")
 	}
+	beside(t)
 	env, err := testenv.Start(context.Background(), testenv.Options{Logf: t.Logf, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

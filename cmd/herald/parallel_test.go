@@ -30,7 +30,13 @@ func runBeside(t *testing.T, weight int) {
 }
 
 // testSlots is a weighted semaphore served in arrival order.
-var testSlots = &fifoSemaphore{free: testCapacity}
+var testSlots = newFIFOSemaphore(testCapacity)
+
+func newFIFOSemaphore(capacity int) *fifoSemaphore {
+	s := &fifoSemaphore{free: capacity}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
 
 type fifoSemaphore struct {
 	mu      sync.Mutex
@@ -43,9 +49,6 @@ type fifoSemaphore struct {
 func (s *fifoSemaphore) take(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cond == nil {
-		s.cond = sync.NewCond(&s.mu)
-	}
 	ticket := s.tickets
 	s.tickets++
 	for ticket != s.next || s.free < n {
@@ -60,7 +63,5 @@ func (s *fifoSemaphore) give(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.free += n
-	if s.cond != nil {
-		s.cond.Broadcast()
-	}
+	s.cond.Broadcast()
 }

@@ -75,10 +75,10 @@ const maxLatency = 3 * time.Second
 // server after its successor claimed the ledger was refused there (and
 // some did).
 func TestNoSplitBrain(t *testing.T) {
-	besideHeavy(t)
 	if testing.Short() {
 		t.Skip("three processes through fault proxies under a crash storm, a dozen handovers")
 	}
+	besideHeavy(t)
 	h := newLoadHarnessWith(t, harnessOptions{replicas: 0, env: testenv.Options{Audit: true}})
 	var arrivals []replicaArrival
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
