@@ -68,28 +68,39 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 	if exists(bins.KubeAPIServer) && exists(bins.Etcd) && exists(bins.KubeScheduler) && exists(bins.KubeControllerManager) && exists(bins.Kubelet) && exists(bins.KubeProxy) {
 		return bins, nil
 	}
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return bins, err
-	}
-	unlock, err := lockBuilds(binDir)
-	if err != nil {
-		return bins, err
-	}
-	defer unlock()
-
-	toolsDir := filepath.Join(sourceDir(), "tools")
 	// Kubernetes' release builds stamp the version in; without it the
 	// server reports v0.0.0-master to clients.
 	kubeLDFlags := "-X k8s.io/component-base/version.gitVersion=" + KubeVersion +
 		" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
-	for _, b := range []struct{ pkg, out, ldflags string }{
+	return bins, buildMissing(ctx, binDir, filepath.Join(sourceDir(), "tools"), []goBuild{
 		{"go.etcd.io/etcd/server/v3", bins.Etcd, ""},
 		{"k8s.io/kubernetes/cmd/kube-apiserver", bins.KubeAPIServer, kubeLDFlags},
 		{"k8s.io/kubernetes/cmd/kube-scheduler", bins.KubeScheduler, kubeLDFlags},
 		{"k8s.io/kubernetes/cmd/kube-controller-manager", bins.KubeControllerManager, kubeLDFlags},
 		{"k8s.io/kubernetes/cmd/kubelet", bins.Kubelet, kubeLDFlags},
 		{"k8s.io/kubernetes/cmd/kube-proxy", bins.KubeProxy, kubeLDFlags},
-	} {
+	}, logf)
+}
+
+// goBuild is one program built into the cache: `go build -ldflags=ldflags
+// -o out pkg`.
+type goBuild struct{ pkg, out, ldflags string }
+
+// buildMissing builds, in the module at dir, each of builds whose output
+// does not exist yet, holding binDir's build lock: a concurrent caller
+// (in this process or another) waits, then finds the outputs there. Each
+// is built to a temporary name and renamed, so a reader never sees half
+// a file.
+func buildMissing(ctx context.Context, binDir, dir string, builds []goBuild, logf func(format string, args ...any)) error {
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockBuilds(binDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, b := range builds {
 		if exists(b.out) { // built by whoever held the lock before us
 			continue
 		}
@@ -97,20 +108,20 @@ func ensureBinariesIn(ctx context.Context, binDir string, logf func(format strin
 		start := time.Now()
 		tmp := fmt.Sprintf("%s.tmp-%d", b.out, os.Getpid())
 		cmd := exec.CommandContext(ctx, "go", "build", "-ldflags="+b.ldflags, "-o", tmp, b.pkg)
-		cmd.Dir = toolsDir
+		cmd.Dir = dir
 		stopProgress := progress(logf, filepath.Base(b.out), start)
 		out, err := cmd.CombinedOutput()
 		stopProgress()
 		if err != nil {
 			os.Remove(tmp)
-			return bins, fmt.Errorf("building %s in %s: %w\n%s", b.pkg, toolsDir, err, out)
+			return fmt.Errorf("building %s in %s: %w\n%s", b.pkg, dir, err, out)
 		}
 		if err := os.Rename(tmp, b.out); err != nil {
-			return bins, err
+			return err
 		}
 		logf("testenv: built %s in %s", filepath.Base(b.out), time.Since(start).Round(time.Second))
 	}
-	return bins, nil
+	return nil
 }
 
 // lockBuilds takes the cache's build lock, shared by every process that
