@@ -81,6 +81,9 @@ type Env struct {
 	bins          Binaries
 	etcdArgs      []string
 	apiserverArgs []string
+	// restarted: StopEtcd or StopAPIServer was called (Pool reuses
+	// only control planes that ran without a break).
+	restarted bool
 }
 
 // Start builds the binaries if needed, then starts etcd and kube-apiserver
@@ -262,7 +265,7 @@ func (e *Env) StartEtcd(ctx context.Context) error {
 }
 
 // StopEtcd stops etcd; the API server stays up and fails its requests.
-func (e *Env) StopEtcd() { e.etcd.stop() }
+func (e *Env) StopEtcd() { e.restarted = true; e.etcd.stop() }
 
 // StartAPIServer starts kube-apiserver on its port with its certificates
 // (again, after StopAPIServer) and waits until /readyz answers.
@@ -289,7 +292,7 @@ func (e *Env) StartAPIServer(ctx context.Context) error {
 
 // StopAPIServer stops kube-apiserver (SIGTERM, as a rolling upgrade of
 // the control plane would); etcd keeps its data.
-func (e *Env) StopAPIServer() { e.apiserver.stop() }
+func (e *Env) StopAPIServer() { e.restarted = true; e.apiserver.stop() }
 
 // Client returns an admin clientset.
 func (e *Env) Client() (kubernetes.Interface, error) {
