@@ -28,7 +28,7 @@ import (
 // one thread reply.
 func TestSlackPressExactlyOnceAcrossFailover(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	ctx := context.Background()
 	if err := env.InstallCRDs(ctx, silenceCRDs); err != nil {

@@ -161,7 +161,7 @@ func pdActions(pd *oncalltest.PagerDuty, action string) int {
 //   - Unsilence deletes the silence a button made.
 func TestSlackButtons(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {

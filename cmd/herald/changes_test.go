@@ -74,7 +74,7 @@ sinks:
 // and its own namespace aside, is counted, and there are none.
 func TestWhatChangedEndToEnd(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	ctx := context.Background()
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {

@@ -47,7 +47,7 @@ func saMay(t *testing.T, admin kubernetes.Interface, verb, group, resource, name
 // Event, and deletes the Silence on Unsilence.
 func TestChartRBACButtons(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	admin, _ := env.Client()
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {

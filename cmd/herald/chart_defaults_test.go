@@ -112,7 +112,7 @@ func waiting(reason, message string) corev1.PodStatus {
 // completed Job and label edits say nothing.
 func TestChartDefaultsCatchCommonFailures(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	h := startedHerald(t, env, renderChartConfig(t, recv.URL))

@@ -24,7 +24,7 @@ import (
 // start with the missing permission named.
 func TestChartRBACIsEnough(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	admin, _ := env.Client()
 	ctx := context.Background()
 	recv := newReceiver(t)

@@ -40,7 +40,7 @@ func unavailableSince(t *testing.T, client kubernetes.Interface, name string, si
 // crash-loop says only the crash loop (the chart's inhibition).
 func TestChartDefaultsWorkloadRules(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	h := startedHerald(t, env, renderChartConfig(t, recv.URL))

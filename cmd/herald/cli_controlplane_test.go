@@ -44,7 +44,7 @@ func writeLedger(t *testing.T, client *kube.Client, namespace, name string, incs
 // saying 0; silence create --incident mutes exactly the incident's object
 // or workload; silence expire takes its flags after the name.
 func TestCLIOnControlPlane(t *testing.T) {
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	ctx := context.Background()
 	admin, _ := env.Client()
 	typed, err := kube.New(env.Config)

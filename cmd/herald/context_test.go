@@ -121,7 +121,7 @@ func podEvent(t *testing.T, client kubernetes.Interface, pod, typ, reason, messa
 // Slack, NATS), herald's log or its metrics.
 func TestCrashContextEndToEnd(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	ctx := context.Background()
 	kubelet := startCrashKubelet(t, client)
@@ -265,7 +265,7 @@ func grepLines(text, sub string) string {
 // + 1s, with its events and hint, saying what is missing and why.
 func TestCrashContextFaults(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	ctx := context.Background()
 	var mode sync.Map // "mode" → "ok" | "hang" | "500"
@@ -368,7 +368,7 @@ func limitedKubeconfig(t *testing.T, env *testenv.Env) *rest.Config {
 // beside the one without, from the same run.
 func TestCrashContextStorm(t *testing.T) {
 	besideHeavy(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	ctx := context.Background()
 	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(context.Context, testenv.LogRequest) ([]string, int) {

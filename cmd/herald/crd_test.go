@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 var (
@@ -106,7 +104,7 @@ func scrapeMetric(addr, sample string) (float64, error) {
 // same objects is counted, logged once, and stops nothing.
 func TestCELRuleOnCustomResource(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)

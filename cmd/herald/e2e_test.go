@@ -220,7 +220,7 @@ func writePodStatusIn(client kubernetes.Interface, ns, name string, state appSta
 
 func TestCrashLoopToWebhookEndToEnd(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, err := env.Client()
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/herald-k8s/herald/internal/testenv"
 	"github.com/herald-k8s/herald/sinks"
 )
 
@@ -86,7 +85,7 @@ func (p crashPod) create(t *testing.T, client kubernetes.Interface) {
 // exclusion does not match fires in the same run.
 func TestExcludeEndToEnd(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, err := env.Client()
 	if err != nil {
 		t.Fatal(err)

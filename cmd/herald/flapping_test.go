@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // TestFlappingCrashLoopIsOneIncident: a crash loop whose container is
@@ -17,7 +15,7 @@ import (
 // Before the settle time this was 8 firings and 8 resolved.
 func TestFlappingCrashLoopIsOneIncident(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	const settle = 10 * time.Second

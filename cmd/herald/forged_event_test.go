@@ -29,7 +29,7 @@ import (
 // team-a (so herald was watching).
 func TestForgedEventPagesNobody(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	ctx := context.Background()
 	admin, err := env.Client()
 	if err != nil {

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // pullFailing creates pod name whose app container cannot pull its image,
@@ -65,7 +63,7 @@ func stuck(t *testing.T, client kubernetes.Interface, name string) time.Time {
 func TestForWaitSurvivesRestartAndFailover(t *testing.T) {
 	beside(t)
 	const wait = 20 * time.Second
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	config := fmt.Sprintf(`

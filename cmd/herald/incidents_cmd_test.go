@@ -38,7 +38,7 @@ func readOnlyKubeconfig(t *testing.T, env *testenv.Env, namespace string) string
 // with a paced update shown as held.
 func TestIncidentsCommand(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	createNamespaces(t, client, "shop")

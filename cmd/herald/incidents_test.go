@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/herald-k8s/herald/internal/testenv"
 	"github.com/herald-k8s/herald/sinks"
 )
 
@@ -78,7 +77,7 @@ func expectSentinel(t *testing.T, client kubernetes.Interface, recv *receiver, n
 // not count again.
 func TestRestartIsQuiet(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	// Pacing would hold app-3's update (pacing across a restart is
@@ -121,7 +120,7 @@ func TestRestartIsQuiet(t *testing.T) {
 // installed (empty ledger) give one digest, 50 notifications, or none.
 func TestFirstInstallStartupModes(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	crashPods(t, client, "broken", 50)
 	for _, mode := range []string{"digest", "notify", "silent"} {
@@ -162,7 +161,7 @@ sinks:
 // resolved.
 func TestGroupByWorkloadOnControlPlane(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	h := startedHerald(t, env, fmt.Sprintf(`
@@ -236,7 +235,7 @@ func expectOneDeploymentIncident(t *testing.T, got []sinks.Payload) {
 // keeps working.
 func TestCorruptLedgerIsReportedAndSurvived(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	cfg := ledgerConfig(recv.URL, "")

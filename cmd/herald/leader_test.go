@@ -10,8 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 var leaderIdentity = regexp.MustCompile(`msg="became the leader" lease=default/herald identity=(\S+)`)
@@ -21,7 +19,7 @@ var leaderIdentity = regexp.MustCompile(`msg="became the leader" lease=default/h
 // with no duplicate and nothing lost.
 func TestOneLeaderNotifiesAndHandsOverOnSIGTERM(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	cfg := fmt.Sprintf(`

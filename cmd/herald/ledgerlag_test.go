@@ -10,8 +10,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // refuseLedgerWrites installs a ValidatingAdmissionPolicy (the API
@@ -63,7 +61,7 @@ func refuseLedgerWrites(t *testing.T, client kubernetes.Interface) (lift func())
 func TestLedgerWritesRefusedPauseSending(t *testing.T) {
 	beside(t)
 	const limit = 10
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	config := fmt.Sprintf(`

@@ -103,7 +103,7 @@ func TestMonitoringUsesExposedMetrics(t *testing.T) {
 		t.Fatalf("only %d metrics used by %d queries: %v", len(used), len(exprs), used)
 	}
 
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))

@@ -65,7 +65,7 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) time.D
 func TestOnCallDestinations(t *testing.T) {
 	beside(t)
 	const resolveTimeout = 5 * time.Second
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, err := env.Client()
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/herald-k8s/herald/internal/testenv"
 	"github.com/herald-k8s/herald/sinks"
 )
 
@@ -125,7 +124,7 @@ func createNamespaces(t *testing.T, client kubernetes.Interface, names ...string
 // 10 s: 100 firings, none held back by another incident's pacing.
 func TestWorkloadStormIsPaced(t *testing.T) {
 	besideHeavy(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	got := record(recv)
@@ -248,7 +247,7 @@ func setStatusIn(t *testing.T, client kubernetes.Interface, ns, name string, sta
 // the first herald would have used).
 func TestRestartWithAHeldUpdate(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	cfg := fmt.Sprintf(`

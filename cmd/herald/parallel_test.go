@@ -1,9 +1,24 @@
 package main
 
 import (
+	"os"
 	"sync"
 	"testing"
+
+	"github.com/herald-k8s/herald/internal/testenv"
 )
+
+// controlPlanes are the tests' control planes: a test that ends gives its
+// own back, emptied, for the next (testenv.Pool). Tests that restart the
+// API server or etcd, or need other Options (an audit log), start theirs
+// with testenv.Start.
+var controlPlanes testenv.Pool
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	controlPlanes.Close()
+	os.Exit(code)
+}
 
 // The end-to-end tests wait on timers far more than they compute, so
 // they run side by side (t.Parallel), each with its own control plane.

@@ -9,8 +9,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // TestMissingPermissionsFailFast runs herald as a user with only part of
@@ -19,7 +17,7 @@ import (
 // starts.
 func TestMissingPermissionsFailFast(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	admin, _ := env.Client()
 	ctx := context.Background()
 	// herald-sa may watch pods and use leases, but not configmaps (the

@@ -44,7 +44,7 @@ var pathSecrets = map[string]string{
 // termination messages.
 func TestSecretsReachNoSinkNorLedger(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	ctx := context.Background()
 	kubelet, err := testenv.StartKubelet(ctx, client, "node-1", func(context.Context, testenv.LogRequest) ([]string, int) {

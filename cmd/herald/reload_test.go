@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // TestHotReload: a rule added to the running herald's file fires without
@@ -22,7 +20,7 @@ import (
 // force keep firing; a removed rule's incidents resolve, saying so.
 func TestHotReload(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
 	rule := func(name, team string) string {
@@ -127,7 +125,7 @@ func TestHotReload(t *testing.T) {
 // the sinks section, to write new rules with.
 func reloadingHerald(t *testing.T, rules string) (client kubernetes.Interface, recv *receiver, h *heraldRun, sinks string) {
 	t.Helper()
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ = env.Client()
 	recv = newReceiver(t)
 	sinks = fmt.Sprintf("sinks:\n  - {name: hook, webhook: {url: %s/herald}}\n", recv.URL)

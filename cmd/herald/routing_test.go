@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-k8s/herald/internal/oncalltest"
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // slackPost is one chat.postMessage the Slack stand-in accepted.
@@ -110,7 +109,7 @@ func (s *slackChannels) all() []slackPost {
 // Slack's rate limit goes out as one digest per team, not one for all.
 func TestRoutingByTeam(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	ctx := context.Background()
 	slack := newSlackChannels(t, "#ops-archived")

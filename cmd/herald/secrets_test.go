@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-k8s/herald/internal/oncalltest"
-	"github.com/herald-k8s/herald/internal/testenv"
 	"github.com/herald-k8s/herald/sinks/webhook"
 )
 
@@ -203,7 +202,7 @@ sinks:
 	runMain(context.Background(), []string{"validate", "--config", broken}, &out, &errOut)
 	ev.add("config error", append(out.Bytes(), errOut.Bytes()...))
 
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	h := startedHerald(t, env, cfg, "--log-level", "debug")
 	defer h.stop()

@@ -9,8 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // TestSharedNamespaceWarning: herald warns at start when its namespace is
@@ -19,7 +17,7 @@ import (
 // another); without permission to look, it says so at info level.
 func TestSharedNamespaceWarning(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	ctx := context.Background()
 	admin, _ := env.Client()
 	dyn, err := dynamic.NewForConfig(env.Config)

@@ -25,7 +25,7 @@ import (
 // as one with no access at all; ClusterSilences with --all-namespaces.
 func TestSilenceCommand(t *testing.T) {
 	beside(t)
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	ctx := context.Background()
 	admin, _ := env.Client()
 	dyn, err := dynamic.NewForConfig(env.Config)

@@ -126,7 +126,7 @@ func TestMuting(t *testing.T) {
 }
 
 func newMutingHarness(t *testing.T) *mutingHarness {
-	env := testenv.New(t)
+	env := controlPlanes.Get(t)
 	ctx := context.Background()
 	for _, file := range []string{silenceCRDs, clusterSilenceCRDs} {
 		if err := env.InstallCRDs(ctx, file); err != nil {
