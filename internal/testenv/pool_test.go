@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -9,13 +11,17 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
 // TestPoolHandsOutAnEmptiedControlPlane: what one test made is gone when
 // the next gets the same control plane (a namespace with an object in
-// it, a pod with a finalizer, a cluster role); a control plane whose
+// it, a pod with a finalizer, a cluster role, a custom resource whose
+// definition the next test installs again); a control plane whose
 // starting objects a test changed, or whose API server it restarted, is
 // stopped, not handed out again.
 func TestPoolHandsOutAnEmptiedControlPlane(t *testing.T) {
@@ -31,6 +37,11 @@ func TestPoolHandsOutAnEmptiedControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		return c
+	}
+
+	crdFile := filepath.Join(t.TempDir(), "widgets.yaml")
+	if err := os.WriteFile(crdFile, []byte(widgetCRD), 0o600); err != nil {
+		t.Fatal(err)
 	}
 
 	var first *Env
@@ -51,6 +62,13 @@ func TestPoolHandsOutAnEmptiedControlPlane(t *testing.T) {
 		if _, err := c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "leftover"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		if err := first.InstallCRDs(ctx, crdFile); err != nil {
+			t.Fatal(err)
+		}
+		widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "leftover"}}}
+		if _, err := dynamicOf(t, first).Resource(widgets).Namespace("default").Create(ctx, widget, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	})
 	t.Run("finds them gone", func(t *testing.T) {
 		env := pool.Get(t)
@@ -67,6 +85,14 @@ func TestPoolHandsOutAnEmptiedControlPlane(t *testing.T) {
 			if !apierrors.IsNotFound(err) {
 				t.Errorf("%s: %v, want it gone", what, err)
 			}
+		}
+		// Had the definition's own finalizer been removed, its objects
+		// would have stayed in etcd and come back with it.
+		if err := env.InstallCRDs(ctx, crdFile); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := dynamicOf(t, env).Resource(widgets).Namespace("default").List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+			t.Errorf("widgets after the definition came back: %v, %v; want none", list, err)
 		}
 		// Labelling a starting object makes this control plane unfit.
 		patch := []byte(`{"metadata":{"labels":{"team":"payments"}}}`)
@@ -93,6 +119,30 @@ func TestPoolHandsOutAnEmptiedControlPlane(t *testing.T) {
 			t.Fatal("a control plane whose API server was restarted was handed out again")
 		}
 	})
+}
+
+var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+func dynamicOf(t *testing.T, env *Env) dynamic.Interface {
+	d, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func get[T any](_ T, err error) error { return err }

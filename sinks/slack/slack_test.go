@@ -266,11 +266,14 @@ func TestStormIsRateLimitedAndComplete(t *testing.T) {
 	d := sinks.NewDispatcher(quietLogger(), nil, sinks.LaneOptions{Sink: s, RateLimit: 1, QueueSize: 1000})
 	var mu sync.Mutex
 	accepted := 0
-	all := make(chan struct{})
+	first, all := make(chan struct{}), make(chan struct{})
 	d.OnDelivered(func(incident.Notification, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if accepted++; accepted == 600 {
+		switch accepted++; accepted {
+		case 1:
+			close(first)
+		case 600:
 			close(all)
 		}
 	})
@@ -283,6 +286,18 @@ func TestStormIsRateLimitedAndComplete(t *testing.T) {
 		n.Incident.Title = fmt.Sprintf("CrashLoopBackOff: Pod shop/p-%03d", i)
 		if err := d.Dispatch(ctx, n); err != nil {
 			t.Fatal(err)
+		}
+		if i == 0 {
+			// The first goes out alone, as in a storm's first second;
+			// the other 599 are queued while the lane waits its second.
+			// (Queued while the first was being sent, their Dispatch
+			// calls held the first request back on a busy machine, and
+			// the next, on time, came 880 ms after it.)
+			select {
+			case <-first:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the first notification was not delivered")
+			}
 		}
 	}
 	select {
