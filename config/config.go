@@ -28,6 +28,8 @@ type Config struct {
 	// Routes choose, per incident, the sinks and destinations its
 	// notifications go to (config/routes.go).
 	Routes []Route `yaml:"routes"`
+	// Intake takes in alerts from outside the cluster (config/intake.go).
+	Intake Intake `yaml:"intake"`
 
 	file  string
 	pos   positions
@@ -279,6 +281,7 @@ func (c *Config) applyDefaults() {
 		c.Incidents.LedgerName = DefaultLedgerName
 	}
 	c.Context.applyDefaults()
+	c.Intake.Alertmanager.applyDefaults()
 	inc := &c.Incidents
 	inc.ResolveHoldDown = orDefault(inc.ResolveHoldDown, DefaultHoldDown)
 	inc.UpdateInterval = orDefault(inc.UpdateInterval, DefaultUpdateInterval)

@@ -203,6 +203,7 @@ func (c *Config) validate() Errors {
 		}
 	}
 	c.validateRoutes(add)
+	c.validateIntake(sinkNames, add)
 	return errs
 }
 

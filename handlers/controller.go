@@ -62,6 +62,8 @@ type Options struct {
 	// Namespaces keeps a Namespace cache whatever the rules say (a
 	// namespace's herald.io/silence-until annotation mutes it).
 	Namespaces bool
+	// Alerts are findings from outside the cluster (nil: none).
+	Alerts AlertSource
 }
 
 // Controller runs the reconcile loop.
@@ -82,6 +84,8 @@ type Controller struct {
 	// stays (pinned) when no rule needs its kind any more.
 	handlersMu sync.Mutex
 	handlers   map[string]kindHandler
+	// settling are those waiting for keys to be reconciled (Settle).
+	settling settling
 }
 
 type kindHandler struct {
@@ -278,7 +282,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // reconcile is level-triggered: it reads the object as it is now, asks
 // the rules what is wrong with it, and lets the incident tracker decide
 // what is new, what is over, and what was already said.
-func (c *Controller) reconcile(ctx context.Context, key watcher.Key) error {
+func (c *Controller) reconcile(ctx context.Context, key watcher.Key) (err error) {
+	waiting := c.settling.begin(key)
+	defer func() { c.settling.end(key, waiting, err == nil) }()
 	a, err := c.assess(key)
 	if err != nil {
 		return err
@@ -296,11 +302,20 @@ type assessment struct {
 // assess reads the object from the cache and runs the rules on it.
 func (c *Controller) assess(key watcher.Key) (assessment, error) {
 	start := time.Now()
+	if c.Alerts != nil && c.Alerts.Detached(key) {
+		return c.assessDetached(key, start, true), nil
+	}
 	obj, exists, err := c.Watcher.Get(key)
-	if err != nil || !exists {
+	if err != nil {
 		return assessment{start: start}, err
 	}
-	ev := c.rules.Load().EvaluateWithExclusions(key.Kind, obj, c.Now(), c.nsLabels)
+	if !exists {
+		// Gone: no findings of its own. An alert about it may still
+		// fire until its sender says otherwise.
+		return c.assessDetached(key, start, false), nil
+	}
+	set := c.rules.Load()
+	ev := set.EvaluateWithExclusions(key.Kind, obj, c.Now(), c.nsLabels)
 	findings := ev.Findings
 	for _, ex := range ev.Excluded {
 		c.Metrics.FindingsExcluded.WithLabelValues(ex.Finding.Rule, ex.By).Inc()
@@ -314,8 +329,23 @@ func (c *Controller) assess(key watcher.Key) (assessment, error) {
 		}
 	}
 	c.addGroups(obj, findings)
+	if c.Alerts != nil {
+		findings = c.Alerts.Join(key, findings, set)
+	}
 	c.route(obj, findings)
 	return assessment{exists: true, findings: findings, start: start}, nil
+}
+
+// assessDetached is the assessment of a key with no object in the cache
+// (detached: a key that never names one): only alerts from outside make
+// findings there. An object that is gone and has none is gone.
+func (c *Controller) assessDetached(key watcher.Key, start time.Time, detached bool) assessment {
+	if c.Alerts == nil {
+		return assessment{start: start}
+	}
+	findings := c.Alerts.Join(key, nil, c.rules.Load())
+	c.routeDetached(findings)
+	return assessment{exists: detached || len(findings) > 0, findings: findings, start: start}
 }
 
 // track updates the object's incidents with what the rules found and

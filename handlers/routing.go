@@ -23,6 +23,20 @@ func (c *Controller) route(obj runtime.Object, findings []rules.Finding) {
 	if !ok {
 		return
 	}
+	c.decide(c.subject(m), findings)
+}
+
+// routeDetached routes findings that have no object in the cache (alerts
+// from outside): by the namespace each names, and its team.
+func (c *Controller) routeDetached(findings []rules.Finding) {
+	for i := range findings {
+		ns := findings[i].Object.Namespace
+		c.decide(c.subject(&metav1.ObjectMeta{Namespace: ns}), findings[i:i+1])
+	}
+}
+
+// subject is what routes match of the object m.
+func (c *Controller) subject(m metav1.Object) route.Subject {
 	table := c.routes.Load()
 	var subject route.Subject
 	if ns := m.GetNamespace(); ns != "" {
@@ -38,6 +52,12 @@ func (c *Controller) route(obj runtime.Object, findings []rules.Finding) {
 	if !table.Empty() {
 		subject.Team = c.Watcher.Team(m)
 	}
+	return subject
+}
+
+// decide sets where each finding goes.
+func (c *Controller) decide(subject route.Subject, findings []rules.Finding) {
+	table := c.routes.Load()
 	for i := range findings {
 		f := &findings[i]
 		s := subject.WithFinding(*f)

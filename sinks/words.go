@@ -294,6 +294,9 @@ func Facts(n incident.Notification, now time.Time) []Fact {
 		add("Node", node)
 	}
 	add("Severity", inc.Severity)
+	// One problem seen by two: herald's own check and an alert taken in
+	// from Alertmanager (internal/intake) made one incident.
+	add("Also seen by", inc.Facts["agrees"])
 	if !inc.FirstSeen.IsZero() && n.Transition != incident.Repeat {
 		add("Started", Ago(inc.FirstSeen, now))
 	}

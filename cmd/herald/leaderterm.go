@@ -35,6 +35,10 @@ type leaderParts struct {
 	// interactive receives Slack's button presses while leading (nil:
 	// no sink has buttons).
 	interactive func(ctx context.Context)
+	// alerts is the Alertmanager receiver (nil: none), and saved tells
+	// it when the ledger holds what it took.
+	alerts *alertIntake
+	saved  *incident.Saved
 }
 
 // runLeader is the leader's work: load the ledger (now that no other
@@ -61,6 +65,9 @@ func runLeader(ctx, fenced context.Context, fence context.CancelCauseFunc, p lea
 		return fmt.Errorf("cannot read the incident ledger in %s; refusing to start rather than repeat every open incident: %w", p.namespace, err)
 	}
 	p.tracker.Restore(loaded)
+	if p.alerts != nil {
+		p.alerts.seed(p.tracker, p.logger)
+	}
 	// Receivers that forget an alert unless told again (Alertmanager)
 	// hear again of what was announced before this leader.
 	p.dispatcher.Resume(p.tracker.Announced())
@@ -94,6 +101,9 @@ func runLeader(ctx, fenced context.Context, fence context.CancelCauseFunc, p lea
 	wg.Go(func() { p.silenceStatus(work) })
 	if p.interactive != nil {
 		wg.Go(func() { p.interactive(work) })
+	}
+	if p.alerts != nil {
+		wg.Go(func() { p.alerts.lead(work, p.ctrl, p.tracker, p.saved) })
 	}
 	runErr := p.ctrl.Run(work)
 	p.dispatcher.Close()

@@ -138,6 +138,10 @@ func (r *reloader) apply(ctx context.Context, data []byte) error {
 	if !reflect.DeepEqual(slackact.Settings(cfg), slackact.Settings(r.current)) {
 		needRestart = append(needRestart, "slack.interactive")
 	}
+	// The receiver listens from the start, with its token read then.
+	if !reflect.DeepEqual(cfg.Intake, r.current.Intake) {
+		needRestart = append(needRestart, "intake")
+	}
 	if len(needRestart) > 0 {
 		return fmt.Errorf("%s changed: these take effect at a restart (roll the pods); rules and sinks can change at run time", strings.Join(needRestart, ", "))
 	}

@@ -185,6 +185,12 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	notify = changed.stage(w, notify)
+	alerts, err := newAlertIntake(cfg, w, logger, reg)
+	if err != nil {
+		logger.Error("starting the Alertmanager receiver", "error", err)
+		return 1
+	}
+	defer alerts.close()
 	ctrl, err := handlers.New(handlers.Options{
 		Watcher:          w,
 		Rules:            ruleSet,
@@ -198,6 +204,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		Namespaces:       true,
 		Startup:          cfg.Incidents.Startup,
 		Delivered:        tracker.Delivered,
+		Alerts:           alerts.source(),
 	})
 	if err != nil {
 		logger.Error("setting up watches", "error", err)
@@ -284,7 +291,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		// ledger request) goes with the work that outlives ctx too.
 		fenced := fencing.With(fenced, fencing.From(ctx))
 		runErr = runLeader(ctx, fenced, fence, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
-			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace, gatherContext: gatherContext, interactive: interactive,
+			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace, gatherContext: gatherContext, interactive: interactive, alerts: alerts, saved: saved,
 			silenceStatus: silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run})
 	}
 	if !*leaderElect {

@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"internal/slackact":     {"config", "internal/actions", "internal/incident", "internal/fence", "sinks", "sinks/slack"},
 	"internal/slackstandin": {},
 	"internal/preflight":    {"internal/kube", "watcher"},
+	"internal/intake":       {"config", "internal/incident", "internal/ratelog", "internal/rules", "watcher"},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -263,7 +263,10 @@ func (n Notification) ID() string {
 // finding is identified by its workload instead of its pod.
 func Fingerprint(f rules.Finding) string {
 	who := f.Object.UID
-	if f.GroupByWorkload && f.Group != nil {
+	switch {
+	case f.Identity != "":
+		who = "identity:" + f.Identity
+	case f.GroupByWorkload && f.Group != nil:
 		who = "workload:" + f.Group.Namespace + "/" + f.Group.Kind + "/" + f.Group.Name
 	}
 	h := sha256.Sum256([]byte(strings.Join([]string{f.Rule, who, f.Container, f.Reason}, "\x00")))

@@ -75,6 +75,10 @@ type Finding struct {
 	// cache (the rules see one object at a time).
 	Group      *ObjectRef
 	GroupTotal int
+	// Identity, when set, identifies the problem instead of its object
+	// (an alert taken in from Alertmanager: its fingerprint), so that
+	// two problems on one object with one reason stay two incidents.
+	Identity string
 }
 
 // RuleError is a rule that failed on one object; the other rules' findings

@@ -1,0 +1,91 @@
+package handlers
+
+import (
+	"context"
+	"sync"
+
+	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/watcher"
+)
+
+// AlertSource gives findings that come from outside the cluster (alerts
+// taken in from Alertmanager, internal/intake), read with an object's
+// own in its reconcile.
+type AlertSource interface {
+	// Detached says key names no cluster object: its findings are the
+	// source's alone.
+	Detached(key watcher.Key) bool
+	// Join returns own, the rules' findings on key, with the source's.
+	Join(key watcher.Key, own []rules.Finding, set *rules.Set) []rules.Finding
+}
+
+// Enqueue asks for keys to be reconciled (a source's findings on them
+// changed).
+func (c *Controller) Enqueue(keys ...watcher.Key) {
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+}
+
+// Settle enqueues keys and returns once each has been reconciled by a
+// reconcile that began after the call (so it read what the caller
+// changed before), or ctx ends.
+func (c *Controller) Settle(ctx context.Context, keys []watcher.Key) error {
+	waits := make([]chan struct{}, len(keys))
+	for i, k := range keys {
+		waits[i] = c.settling.wait(k)
+	}
+	c.Enqueue(keys...)
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// settling tracks who waits for a key's next reconcile. A reconcile
+// takes the waiters present when it begins; those who come later wait
+// for the next one, which their Enqueue makes.
+type settling struct {
+	mu      sync.Mutex
+	waiting map[watcher.Key][]chan struct{}
+}
+
+func (s *settling) wait(k watcher.Key) chan struct{} {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting == nil {
+		s.waiting = map[watcher.Key][]chan struct{}{}
+	}
+	s.waiting[k] = append(s.waiting[k], ch)
+	return ch
+}
+
+// begin takes the waiters of k, for a reconcile of k that begins.
+func (s *settling) begin(k watcher.Key) []chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.waiting[k]
+	delete(s.waiting, k)
+	return w
+}
+
+// end tells the waiters taken by begin that the reconcile is done, or,
+// when it failed, hands them to the retry.
+func (s *settling) end(k watcher.Key, taken []chan struct{}, ok bool) {
+	if ok {
+		for _, ch := range taken {
+			close(ch)
+		}
+		return
+	}
+	if len(taken) > 0 {
+		s.mu.Lock()
+		s.waiting[k] = append(s.waiting[k], taken...)
+		s.mu.Unlock()
+	}
+}
