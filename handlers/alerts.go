@@ -15,8 +15,9 @@ type AlertSource interface {
 	// Detached says key names no cluster object: its findings are the
 	// source's alone.
 	Detached(key watcher.Key) bool
-	// Join returns own, the rules' findings on key, with the source's.
-	Join(key watcher.Key, own []rules.Finding, set *rules.Set) []rules.Finding
+	// Join returns own, the rules' findings on key, with the source's;
+	// open says whether an incident is open.
+	Join(key watcher.Key, own []rules.Finding, set *rules.Set, open func(fingerprint string) bool) []rules.Finding
 }
 
 // Enqueue asks for keys to be reconciled (a source's findings on them
@@ -88,4 +89,17 @@ func (s *settling) end(k watcher.Key, taken []chan struct{}, ok bool) {
 		s.waiting[k] = append(s.waiting[k], taken...)
 		s.mu.Unlock()
 	}
+}
+
+// isOpen says whether an incident of fingerprint fp is open. A copy of
+// the tracker's incidents is read, so it is for rare questions: an
+// alert that meets herald's own finding of the same problem asks once.
+func (c *Controller) isOpen(fp string) bool {
+	incs, _ := c.Incidents.Snapshot()
+	for _, inc := range incs {
+		if inc.Fingerprint == fp && inc.ResolvedAt.IsZero() {
+			return true
+		}
+	}
+	return false
 }

@@ -330,7 +330,7 @@ func (c *Controller) assess(key watcher.Key) (assessment, error) {
 	}
 	c.addGroups(obj, findings)
 	if c.Alerts != nil {
-		findings = c.Alerts.Join(key, findings, set)
+		findings = c.Alerts.Join(key, findings, set, c.isOpen)
 	}
 	c.route(obj, findings)
 	return assessment{exists: true, findings: findings, start: start}, nil
@@ -343,7 +343,7 @@ func (c *Controller) assessDetached(key watcher.Key, start time.Time, detached b
 	if c.Alerts == nil {
 		return assessment{start: start}
 	}
-	findings := c.Alerts.Join(key, nil, c.rules.Load())
+	findings := c.Alerts.Join(key, nil, c.rules.Load(), c.isOpen)
 	c.routeDetached(findings)
 	return assessment{exists: detached || len(findings) > 0, findings: findings, start: start}
 }

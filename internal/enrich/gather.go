@@ -207,7 +207,7 @@ func (e *Enricher) pick(events []corev1.Event) []incident.Event {
 // ranBefore: the container has run (so it has a log); a pod that cannot
 // pull its image or create its container has none.
 func ranBefore(inc incident.Incident) bool {
-	switch inc.Reason {
+	switch inc.Problem() {
 	case "CrashLoopBackOff", "OOMKilled", "Restarting", "NotReady":
 		return true
 	}

@@ -33,7 +33,7 @@ var (
 // usually means and what to look at.
 func Hint(inc incident.Incident) string {
 	f := inc.Facts
-	switch inc.Reason {
+	switch inc.Problem() {
 	case "OOMKilled":
 		if l := f["memoryLimit"]; l != "" {
 			return "The container used more memory than its limit (" + l + ") and was killed: raise resources.limits.memory, or find what grows."

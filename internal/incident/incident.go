@@ -273,6 +273,17 @@ func Fingerprint(f rules.Finding) string {
 	return hex.EncodeToString(h[:8])
 }
 
+// Problem is the reason of herald's own checks for what the incident is
+// about: its reason, or, for an alert taken in from outside whose
+// problem herald knows (KubePodCrashLooping is a CrashLoopBackOff), that
+// one, so that its crash context and hint are a crash loop's.
+func (inc *Incident) Problem() string {
+	if p := inc.Facts["problem"]; p != "" {
+		return p
+	}
+	return inc.Reason
+}
+
 // Routes lists the names of the routes that chose the incident's sinks
 // (Route holds them joined with commas; route names have none).
 func (inc *Incident) Routes() []string {

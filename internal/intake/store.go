@@ -116,8 +116,11 @@ func (s *Store) Detached(key watcher.Key) bool { return key.Kind == DetachedKind
 // Join returns the findings of key: own (the rules') with the alerts
 // firing on it. Where an alert and one of own see the same problem
 // (the alert's agreeing reason, on the same container), they make one
-// finding: the one seen first speaks, and says the other agrees.
-func (s *Store) Join(key watcher.Key, own []rules.Finding, set *rules.Set) []rules.Finding {
+// finding: the one that spoke first speaks, and says the other agrees.
+// open says whether an incident of that fingerprint is open (herald's
+// own check spoke already); it is asked once per alert, when the two
+// first meet.
+func (s *Store) Join(key watcher.Key, own []rules.Finding, set *rules.Set, open func(fingerprint string) bool) []rules.Finding {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	entries := s.byKey[key]
@@ -135,8 +138,10 @@ func (s *Store) Join(key watcher.Key, own []rules.Finding, set *rules.Set) []rul
 			})
 		}
 		if e.join == undecided && e.agree != "" {
+			// Herald's check, if it has not spoken yet (its rule's for:
+			// still waits), never will: Prometheus waited already.
 			e.join = standalone
-			if match >= 0 {
+			if match >= 0 && open(incident.Fingerprint(out[match])) {
 				e.join = joined
 			}
 		}
@@ -155,8 +160,9 @@ func (s *Store) Join(key watcher.Key, own []rules.Finding, set *rules.Set) []rul
 			// already said resolved.
 			continue
 		}
+		a.Problem = e.agree
 		if match >= 0 {
-			a.Agrees = out[match].Reason
+			a.Agrees, a.Observed = out[match].Reason, out[match].Facts
 			out = slices.Delete(slices.Clone(out), match, match+1)
 		}
 		out = append(out, set.AlertFinding(a))
@@ -182,7 +188,7 @@ func (s *Store) Seed(incs []incident.Incident, agreeFor func(alertname string) s
 		a := rules.Alert{
 			Name: inc.Reason, Fingerprint: fp, Severity: inc.Severity,
 			Object: inc.Object, Container: inc.Container, Mapped: inc.Object.Kind != "",
-			Summary: inc.Title, Description: strings.TrimSpace(strings.TrimSuffix(inc.Text, rules.UnmappedNote)),
+			Description: strings.TrimSpace(strings.TrimSuffix(inc.Text, rules.UnmappedNote)),
 			RunbookURL: inc.RunbookURL, Labels: labelsOf(inc.Facts), Since: inc.FirstSeen, Sinks: inc.Sinks,
 		}
 		s.put(key, a, agreeFor(a.Name))

@@ -23,6 +23,10 @@ func ruleSet(t *testing.T) *rules.Set {
 	return set
 }
 
+// openAll and noneOpen answer whether herald's own incident is open.
+func openAll(string) bool  { return true }
+func noneOpen(string) bool { return false }
+
 var webPod = watcher.Key{Kind: "Pod", Namespace: "shop", Name: "web-1"}
 
 func crashLooping() rules.Finding {
@@ -42,11 +46,11 @@ func podAlert(fp string) rules.Alert {
 func TestJoinHeraldFirst(t *testing.T) {
 	set, s := ruleSet(t), NewStore()
 	s.put(webPod, podAlert("0123456789abcdef"), "CrashLoopBackOff")
-	got := s.Join(webPod, []rules.Finding{crashLooping()}, set)
+	got := s.Join(webPod, []rules.Finding{crashLooping()}, set, openAll)
 	if len(got) != 1 || got[0].Rule != "crashloop" || got[0].Facts["agrees"] != "Prometheus (KubePodCrashLooping)" {
 		t.Fatalf("joined findings = %+v, want herald's one saying Prometheus agrees", got)
 	}
-	if got := s.Join(webPod, nil, set); len(got) != 0 {
+	if got := s.Join(webPod, nil, set, noneOpen); len(got) != 0 {
 		t.Errorf("herald sees it no more: %d findings, want none (herald's check speaks for both)", len(got))
 	}
 }
@@ -56,11 +60,11 @@ func TestJoinHeraldFirst(t *testing.T) {
 func TestJoinAlertFirst(t *testing.T) {
 	set, s := ruleSet(t), NewStore()
 	s.put(webPod, podAlert("0123456789abcdef"), "CrashLoopBackOff")
-	first := s.Join(webPod, nil, set)
+	first := s.Join(webPod, nil, set, noneOpen)
 	if len(first) != 1 || first[0].Rule != rules.AlertRule {
 		t.Fatalf("findings = %+v, want the alert's", first)
 	}
-	got := s.Join(webPod, []rules.Finding{crashLooping()}, set)
+	got := s.Join(webPod, []rules.Finding{crashLooping()}, set, noneOpen)
 	if len(got) != 1 || got[0].Rule != rules.AlertRule || got[0].Facts["agrees"] != "herald (CrashLoopBackOff)" {
 		t.Fatalf("findings = %+v, want the alert's alone, saying herald agrees", got)
 	}
@@ -78,7 +82,7 @@ func TestUnrelatedFindingsStay(t *testing.T) {
 	other.Container = "sidecar"
 	oom := crashLooping()
 	oom.Reason = "OOMKilled"
-	got := s.Join(webPod, []rules.Finding{other, oom}, set)
+	got := s.Join(webPod, []rules.Finding{other, oom}, set, noneOpen)
 	if len(got) != 3 {
 		t.Fatalf("%d findings, want the two of herald's (another container, another reason) and the alert's", len(got))
 	}
@@ -90,7 +94,7 @@ func TestUnrelatedFindingsStay(t *testing.T) {
 func TestSeedFromLedger(t *testing.T) {
 	set, s := ruleSet(t), NewStore()
 	s.put(webPod, podAlert("0123456789abcdef"), "CrashLoopBackOff")
-	f := s.Join(webPod, nil, set)[0]
+	f := s.Join(webPod, nil, set, noneOpen)[0]
 	inc := incident.Incident{Rule: f.Rule, Reason: f.Reason, Severity: f.Severity, Object: f.Object, Container: f.Container,
 		Facts: f.Facts, Title: f.Title, Text: f.Text, FirstSeen: time.Now(), Members: []string{webPod.String()}}
 	resolved := inc
@@ -102,11 +106,23 @@ func TestSeedFromLedger(t *testing.T) {
 	if n := next.Seed([]incident.Incident{inc, resolved, own}, config.DefaultAgreeFor); n != 1 {
 		t.Fatalf("seeded %d alerts, want the one open", n)
 	}
-	g := next.Join(webPod, []rules.Finding{crashLooping()}, set)
+	g := next.Join(webPod, []rules.Finding{crashLooping()}, set, noneOpen)
 	if len(g) != 1 || incident.Fingerprint(g[0]) != incident.Fingerprint(f) {
 		t.Fatalf("after the failover the findings are %+v; want the alert's incident, herald's joined to it", g)
 	}
 	if g[0].Title != f.Title || g[0].Text != f.Text {
 		t.Errorf("the alert's message changed across the failover: %q/%q, was %q/%q", g[0].Title, g[0].Text, f.Title, f.Text)
+	}
+}
+
+// TestJoinHeraldStillWaiting: herald's check sees the problem but its
+// rule's for: has not passed, so it has not spoken: the alert speaks
+// (Prometheus waited already), and herald's finding joins it.
+func TestJoinHeraldStillWaiting(t *testing.T) {
+	set, s := ruleSet(t), NewStore()
+	s.put(webPod, podAlert("0123456789abcdef"), "CrashLoopBackOff")
+	got := s.Join(webPod, []rules.Finding{crashLooping()}, set, noneOpen)
+	if len(got) != 1 || got[0].Rule != rules.AlertRule || got[0].Facts["agrees"] != "herald (CrashLoopBackOff)" {
+		t.Fatalf("findings = %+v, want the alert's alone, saying herald agrees", got)
 	}
 }

@@ -45,10 +45,16 @@ type Alert struct {
 	Sinks          []string
 	Repeat         time.Duration
 	UpdateInterval time.Duration
+	// Problem is the reason of herald's own checks that names the same
+	// problem ("" when none does): the crash context reads it as the
+	// incident's reason (incident.Incident.Problem).
+	Problem string
 	// Agrees is set when a check of herald's own sees the same problem
 	// on the object (the reason it found), and joined its finding into
-	// this one.
-	Agrees string
+	// this one; Observed are that finding's facts (restarts, exit code),
+	// which herald made and cleaned.
+	Agrees   string
+	Observed map[string]string
 }
 
 // UnmappedNote ends the text of an alert whose labels name no object.
@@ -71,8 +77,14 @@ func (s *Set) AlertFinding(a Alert) Finding {
 	f := Finding{
 		Rule: AlertRule, Reason: a.Name, Severity: a.Severity,
 		Object: a.Object, Container: a.Container, Identity: a.Fingerprint,
-		Facts: map[string]string{}, Since: a.Since, Sinks: a.Sinks,
+		Facts: maps.Clone(a.Observed), Since: a.Since, Sinks: a.Sinks,
 		Repeat: a.Repeat, UpdateInterval: a.UpdateInterval,
+	}
+	if f.Facts == nil {
+		f.Facts = map[string]string{}
+	}
+	if a.Problem != "" {
+		f.Facts["problem"] = a.Problem
 	}
 	keys := slices.Sorted(maps.Keys(a.Labels))
 	if len(keys) > MaxAlertLabels {
@@ -91,15 +103,14 @@ func (s *Set) AlertFinding(a Alert) Finding {
 		f.Facts["agrees"] = "herald (" + a.Agrees + ")"
 	}
 
-	f.Title = a.Summary
-	if f.Title == "" {
-		f.Title = a.Name
-		if a.Mapped {
-			f.Title += ": " + describe(a.Object, a.Container)
-		}
+	// Titled like herald's own (what, where); the alert's own words
+	// lead the text.
+	f.Title = a.Name
+	if a.Mapped {
+		f.Title += ": " + objectTitle(a.Object, a.Container)
 	}
 	f.Title = clean(f.Title, MaxTitle)
-	text := a.Description
+	text := strings.TrimSpace(a.Summary + "\n" + a.Description)
 	if !a.Mapped {
 		// Said, so that nobody looks for logs and changes that are not
 		// there: herald could not tell which object this is about.
@@ -113,8 +124,8 @@ func (s *Set) AlertFinding(a Alert) Finding {
 	return f
 }
 
-// describe names an object for a title: "Pod shop/web-1 container app".
-func describe(o ObjectRef, container string) string {
+// objectTitle names an object for a title: "Pod shop/web-1 container app".
+func objectTitle(o ObjectRef, container string) string {
 	s := o.Kind + " " + o.Name
 	if o.Namespace != "" {
 		s = o.Kind + " " + o.Namespace + "/" + o.Name

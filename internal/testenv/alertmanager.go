@@ -47,11 +47,17 @@ func StartAlertmanager(t testing.TB, resolveTimeout time.Duration) *Alertmanager
 // does too), with resolveTimeout as its global resolve_timeout and a
 // receiver that sends nowhere. Stop it with Stop.
 func RunAlertmanager(ctx context.Context, dir string, resolveTimeout time.Duration, logf func(format string, args ...any)) (*Alertmanager, error) {
+	cfg := fmt.Sprintf("global:\n  resolve_timeout: %s\nroute:\n  receiver: nowhere\n  group_wait: 1s\nreceivers:\n  - name: nowhere\n", resolveTimeout)
+	return RunAlertmanagerWith(ctx, dir, cfg, logf)
+}
+
+// RunAlertmanagerWith runs one Alertmanager in dir, alone, with cfg as
+// its configuration file (receivers that send somewhere: a test's).
+func RunAlertmanagerWith(ctx context.Context, dir, cfg string, logf func(format string, args ...any)) (*Alertmanager, error) {
 	bin, err := EnsureAlertmanager(ctx, logf)
 	if err != nil {
 		return nil, err
 	}
-	cfg := fmt.Sprintf("global:\n  resolve_timeout: %s\nroute:\n  receiver: nowhere\n  group_wait: 1s\nreceivers:\n  - name: nowhere\n", resolveTimeout)
 	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
