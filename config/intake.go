@@ -32,7 +32,7 @@ type AlertmanagerIntake struct {
 	TLS *ServerTLS `yaml:"tls"`
 	// MaxBodyBytes caps one request's body (default 1 MiB; Alertmanager
 	// sends one group of alerts per request).
-	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	MaxBodyBytes int `yaml:"maxBodyBytes"`
 	// Sinks receive the alerts no route takes (default: every sink).
 	Sinks []string `yaml:"sinks"`
 	// Repeat re-announces an alert still firing after this long (default
@@ -69,6 +69,10 @@ type AlertObject struct {
 	NamespaceLabel string `yaml:"namespaceLabel"`
 	ContainerLabel string `yaml:"containerLabel"`
 }
+
+// AlertRule is the rule name of the incidents made from alerts taken in:
+// routes, inhibit rules and silences select them by it.
+const AlertRule = "alertmanager"
 
 // Defaults of the Alertmanager receiver.
 const (
@@ -123,6 +127,11 @@ func (c *Config) validateIntake(sinkNames map[string]bool, add func(path, format
 		return
 	}
 	const p = "intake.alertmanager"
+	for i, r := range c.Rules {
+		if r.Name == AlertRule {
+			add(fmt.Sprintf("rules[%d].name", i), "%q names the incidents of the alerts taken in (intake.alertmanager); give the rule another name", AlertRule)
+		}
+	}
 	if _, _, err := net.SplitHostPort(in.Listen); err != nil {
 		add(p+".listen", "must be host:port or :port, got %q", in.Listen)
 	}

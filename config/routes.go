@@ -98,6 +98,9 @@ func (c *Config) validateRoutes(add func(string, string, ...any)) {
 	for _, r := range c.Rules {
 		rules[r.Name] = true
 	}
+	if c.Intake.Alertmanager != nil {
+		rules[AlertRule] = true // the alerts taken in
+	}
 	names := map[string]bool{}
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)

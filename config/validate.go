@@ -285,7 +285,7 @@ func (c *Config) resolveSecret(p string, r *SecretRef, add func(string, string, 
 		c.need(p, "file "+r.File)
 	case r.Env != "":
 		v, ok := os.LookupEnv(r.Env)
-		if !ok || v == "" {
+		if !ok || strings.TrimSpace(v) == "" {
 			add(p+".env", "environment variable %s is not set or empty", r.Env)
 		}
 		r.resolved = Secret(strings.TrimSpace(v))

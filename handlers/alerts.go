@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/herald-k8s/herald/internal/rules"
@@ -41,6 +42,9 @@ func (c *Controller) Settle(ctx context.Context, keys []watcher.Key) error {
 		select {
 		case <-w:
 		case <-ctx.Done():
+			for i, k := range keys {
+				c.settling.forget(k, waits[i])
+			}
 			return ctx.Err()
 		}
 	}
@@ -64,6 +68,16 @@ func (s *settling) wait(k watcher.Key) chan struct{} {
 	}
 	s.waiting[k] = append(s.waiting[k], ch)
 	return ch
+}
+
+// forget takes a waiter that gave up off k's list.
+func (s *settling) forget(k watcher.Key, ch chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting[k] = slices.DeleteFunc(s.waiting[k], func(c chan struct{}) bool { return c == ch })
+	if len(s.waiting[k]) == 0 {
+		delete(s.waiting, k)
+	}
 }
 
 // begin takes the waiters of k, for a reconcile of k that begins.

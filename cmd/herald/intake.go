@@ -6,11 +6,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +21,7 @@ import (
 	"github.com/herald-k8s/herald/handlers"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/intake"
+	"github.com/herald-k8s/herald/internal/ratelog"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -53,7 +56,7 @@ func newAlertIntake(cfg *config.Config, w *watcher.Watcher, logger *slog.Logger,
 		token = in.Token.Secret()
 	}
 	a.receiver = intake.NewReceiver(intake.Options{
-		Config: in, Token: token, Store: store, Sinks: sinkNames, Logger: logger, Metrics: intake.NewMetrics(reg),
+		Config: in, Token: token, ClientCerts: in.TLS != nil && in.TLS.ClientCAFile != "", Store: store, Sinks: sinkNames, Logger: logger, Metrics: intake.NewMetrics(reg),
 		Watched: func(kind string) bool { return slices.Contains(w.Kinds(), kind) },
 	})
 	tlsConfig, err := intakeTLS(in.TLS)
@@ -70,7 +73,7 @@ func newAlertIntake(cfg *config.Config, w *watcher.Watcher, logger *slog.Logger,
 	mux := http.NewServeMux()
 	mux.Handle("/", a.receiver)
 	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		ErrorLog: log.New(connErrors{logger, ratelog.New(time.Minute, time.Now)}, "", 0)}
 	a.addr = ln.Addr()
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -79,6 +82,21 @@ func newAlertIntake(cfg *config.Config, w *watcher.Watcher, logger *slog.Logger,
 	}()
 	logger.Info("Alertmanager receiver listening", "addr", a.addr.String(), "tls", tlsConfig != nil)
 	return a, nil
+}
+
+// connErrors logs the HTTP server's own errors (failed TLS handshakes,
+// malformed requests) at most once a minute: anyone who can reach the
+// port can cause them.
+type connErrors struct {
+	logger *slog.Logger
+	limit  *ratelog.Limiter
+}
+
+func (c connErrors) Write(p []byte) (int, error) {
+	if n, ok := c.limit.Allow("conn"); ok {
+		c.logger.Warn("Alertmanager receiver: a connection failed", "error", strings.TrimSpace(string(p)), "failuresSinceLastLog", n)
+	}
+	return len(p), nil
 }
 
 // intakeTLS is the receiver's TLS: its certificate and, with a client CA,

@@ -6,7 +6,8 @@
 // together (one alert with the crashed container's log lines, one paced
 // update), a container killed for memory (one OOMKilled alert), a crash
 // loop that recovers (resolved after the settle time), and a crash-looping
-// pod that is deleted; and the same alerts active in a real Alertmanager.
+// pod that is deleted; the same alerts active in a real Alertmanager; and
+// a Prometheus-style alert that Alertmanager sends to herald.
 //
 //	go run ./internal/demo -herald bin/herald -config examples/demo.yaml
 package main
@@ -79,13 +80,13 @@ func run(heraldBin, configPath string) error {
 		}
 	}
 
-	say("starting Alertmanager %s (herald's alertmanager sink posts there)", testenv.AlertmanagerVersion)
-	am, err := testenv.RunAlertmanager(ctx, env.Dir, 5*time.Minute, func(f string, a ...any) { fmt.Printf("    "+f+"\n", a...) })
+	say("starting Alertmanager %s: herald's alertmanager sink posts there, and it sends every alert to herald's receiver (Prometheus alerts in)", testenv.AlertmanagerVersion)
+	am, intakeAddr, tokenFile, err := alertmanagerForDemo(ctx, env.Dir)
 	if err != nil {
 		return err
 	}
 	defer am.Stop()
-	if configPath, err = withAlertmanager(configPath, env.Dir, am.URL); err != nil {
+	if configPath, err = withAlertmanager(configPath, env.Dir, am.URL, intakeConfig(intakeAddr, tokenFile)); err != nil {
 		return err
 	}
 
@@ -212,7 +213,10 @@ func run(heraldBin, configPath string) error {
 	if err := silenceScene(ctx, client, heraldBin, kubeconfig, lines, seen); err != nil {
 		return err
 	}
-	say("demo complete: %d notifications for 6 incidents on a real node: 3 pods in a storm silenced from its Slack button, a bad rollout and what changed, repeated OOM kills and crash cycles, a silenced crash loop", sent)
+	if err := intakeScene(am.URL, lines, seen); err != nil {
+		return err
+	}
+	say("demo complete: %d notifications for 7 incidents on a real node: 3 pods in a storm silenced from its Slack button, a bad rollout and what changed, repeated OOM kills and crash cycles, a silenced crash loop, a Prometheus alert taken in from Alertmanager", sent)
 	return nil
 }
 
@@ -255,7 +259,7 @@ func canaryScene(ctx context.Context, client kubernetes.Interface, heraldBin, co
 
 // withAlertmanager writes a copy of the configuration whose alertmanager
 // sink points at url, the Alertmanager the demo started.
-func withAlertmanager(configPath, dir, url string) (string, error) {
+func withAlertmanager(configPath, dir, url, more string) (string, error) {
 	data, err := os.ReadFile(configPath)
 	if err != nil {
 		return "", err
@@ -265,7 +269,7 @@ func withAlertmanager(configPath, dir, url string) (string, error) {
 		return "", fmt.Errorf("%s has no alertmanager sink at %s", configPath, placeholder)
 	}
 	out := filepath.Join(dir, "herald-demo.yaml")
-	return out, os.WriteFile(out, []byte(strings.ReplaceAll(string(data), placeholder, url)), 0o600)
+	return out, os.WriteFile(out, []byte(strings.ReplaceAll(string(data), placeholder, url)+more), 0o600)
 }
 
 // amAlert is an alert as Alertmanager's API shows it.

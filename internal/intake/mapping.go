@@ -14,19 +14,35 @@ import (
 const DetachedKind = "Alert"
 
 // conventions are kube-state-metrics' and kube-prometheus' labels that
-// name an object, most specific first: a pod's alert also carries its
-// node's label, and a pod is what it is about.
+// name an object. The labels of an object herald cannot mistake come
+// first; then pod, then node. An alert on a kube-state-metrics series
+// also carries the labels of the exporter it was scraped from (its pod
+// and container), so a Deployment's alert has a pod label too: the
+// Deployment is what it is about.
 var conventions = []struct{ label, kind string }{
-	{"pod", "Pod"},
 	{"deployment", "Deployment"},
 	{"statefulset", "StatefulSet"},
 	{"daemonset", "DaemonSet"},
-	{"replicaset", "ReplicaSet"},
 	{"job_name", "Job"},
 	{"cronjob", "CronJob"},
 	{"persistentvolumeclaim", "PersistentVolumeClaim"},
 	{"horizontalpodautoscaler", "HorizontalPodAutoscaler"},
+	{"replicaset", "ReplicaSet"},
+	{"pod", "Pod"},
 	{"node", "Node"},
+}
+
+// exporters are the containers whose pod an alert names only because
+// its series was scraped from them.
+var exporters = map[string]bool{"kube-state-metrics": true, "node-exporter": true}
+
+// exporterPod says whether the alert's pod label is the exporter's own
+// (its container is the exporter, or is named as the scrape job is) and
+// not what the alert is about (a pod's own alert names the pod's
+// container: KubePodCrashLooping's container is the one that crashes).
+func exporterPod(labels map[string]string) bool {
+	c := labels["container"]
+	return c != "" && (exporters[c] || c == labels["job"])
 }
 
 var (
@@ -68,7 +84,7 @@ func mapObject(labels map[string]string, custom []config.AlertObject) target {
 	}
 	for _, c := range conventions {
 		name, ok := labels[c.label]
-		if !ok {
+		if !ok || c.kind == "Pod" && exporterPod(labels) {
 			continue
 		}
 		t := target{object: rules.ObjectRef{Kind: c.kind, Name: name}}

@@ -38,6 +38,20 @@ func TestMapObject(t *testing.T) {
 			target{}},
 		{"a pod without a namespace", map[string]string{"alertname": "X", "pod": "web-1"},
 			target{}},
+		// As kube-prometheus-stack's alerts arrive: with the labels of
+		// the kube-state-metrics pod they were scraped from.
+		{"deployment alert with the exporter's pod", map[string]string{"alertname": "KubeDeploymentReplicasMismatch", "namespace": "shop", "deployment": "web",
+			"pod": "kps-kube-state-metrics-6d5f9c7b8-x2x9z", "container": "kube-state-metrics", "job": "kube-state-metrics", "instance": "10.0.0.7:8080"},
+			target{rules.ObjectRef{Kind: "Deployment", Namespace: "shop", Name: "web"}, "", true}},
+		{"node alert with the exporter's pod", map[string]string{"alertname": "KubeNodeNotReady", "namespace": "monitoring", "node": "n1",
+			"pod": "kps-kube-state-metrics-6d5f9c7b8-x2x9z", "container": "kube-state-metrics", "job": "kube-state-metrics"},
+			target{rules.ObjectRef{Kind: "Node", Name: "n1"}, "", true}},
+		{"pod alert from kube-state-metrics", map[string]string{"alertname": "KubePodCrashLooping", "namespace": "shop", "pod": "web-1",
+			"container": "app", "job": "kube-state-metrics", "uid": "1d2c"},
+			target{rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-1"}, "app", true}},
+		{"node-exporter alert", map[string]string{"alertname": "NodeFilesystemSpaceFillingUp", "namespace": "monitoring",
+			"pod": "kps-prometheus-node-exporter-abcde", "container": "node-exporter", "job": "node-exporter", "instance": "n1"},
+			target{rules.ObjectRef{Namespace: "monitoring"}, "", false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,8 +14,8 @@ type Metrics struct {
 // refusalReasons and alertOutcomes are every label value, so that each
 // series exists (at 0) from the start and an alert on it sees a change.
 var (
-	refusalReasons = []string{"method", "unauthorized", "not_leader", "too_large", "malformed", "version", "schema", "not_recorded"}
-	alertOutcomes  = []string{"mapped", "unmapped", "deduplicated", "resolved", "looped"}
+	refusalReasons = []string{"method", "unauthorized", "not_leader", "too_large", "malformed", "version", "schema", "not_recorded", "full", "busy"}
+	alertOutcomes  = []string{"mapped", "unmapped", "deduplicated", "resolved", "looped", "over_cap"}
 )
 
 // NewMetrics makes the metrics and registers them with reg (nil: not
@@ -26,10 +26,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "herald_intake_alerts_received_total", Help: "Alerts in the Alertmanager webhook messages herald read (refused messages not counted).",
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_intake_requests_refused_total", Help: "Alertmanager webhook requests refused, by reason: method, unauthorized, not_leader (a follower; Alertmanager retries), too_large, malformed, version, schema, not_recorded (not in the ledger in time; Alertmanager retries).",
+			Name: "herald_intake_requests_refused_total", Help: "Alertmanager webhook requests refused, by reason: method, unauthorized, not_leader (a follower; Alertmanager retries), too_large, malformed, version, schema, not_recorded (not in the ledger in time; Alertmanager retries), full (MaxFiring alerts fire already), busy (too many requests at once; Alertmanager retries).",
 		}, []string{"reason"}),
 		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_intake_alerts_total", Help: "Alerts taken in, by outcome: mapped (to a cluster object), unmapped (routed by labels), deduplicated (already known: a repeat or retry), resolved, looped (herald's own alert come back: dropped).",
+			Name: "herald_intake_alerts_total", Help: "Alerts taken in, by outcome: mapped (to a cluster object), unmapped (routed by labels), deduplicated (already known: a repeat or retry), resolved, looped (herald's own alert come back: dropped), over_cap (not taken: too many fire already).",
 		}, []string{"outcome"}),
 		firing: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_intake_alerts_firing", Help: "Alerts taken in that fire now.",

@@ -39,6 +39,9 @@ const (
 	maxLabels      = 128
 	maxAnnotations = 64
 	maxLabelValue  = 4 << 10
+	// maxAnnotationValue bounds an annotation's value: the summary and
+	// description are kept while the alert fires.
+	maxAnnotationValue = 16 << 10
 )
 
 var (
@@ -109,9 +112,12 @@ func checkAlert(a Alert) string {
 			return fmt.Sprintf("label %s is longer than %d bytes", k, maxLabelValue)
 		}
 	}
-	for k := range a.Annotations {
+	for k, v := range a.Annotations {
 		if !labelName.MatchString(k) {
 			return "an annotation name is not a Prometheus label name"
+		}
+		if len(v) > maxAnnotationValue {
+			return fmt.Sprintf("annotation %s is longer than %d bytes", k, maxAnnotationValue)
 		}
 	}
 	return ""

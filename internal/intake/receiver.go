@@ -13,12 +13,16 @@ package intake
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,9 +41,14 @@ const LoopAnnotation = "herald_incident"
 type Options struct {
 	Config *config.AlertmanagerIntake
 	// Token is the bearer token asked of every request ("" when only
-	// client certificates are: the TLS handshake checks those).
+	// client certificates are: the TLS handshake checks those, and
+	// ClientCerts must say so).
 	Token config.Secret
-	Store *Store
+	// ClientCerts is set when the server asks every client for a
+	// certificate its CA signed. Without it or a token, every request is
+	// refused: nothing unauthenticated is taken in.
+	ClientCerts bool
+	Store       *Store
 	// Watched says whether herald watches objects of a kind (the key of
 	// an alert about one is then the object's).
 	Watched func(kind string) bool
@@ -62,11 +71,21 @@ type Term struct {
 
 // Receiver is the webhook receiver.
 type Receiver struct {
-	opts  Options
-	token []byte // "Bearer <token>", nil when only certificates are asked
+	opts Options
+	// token is the SHA-256 of "Bearer <token>" (compared as hashes, so
+	// the time taken says nothing of the token's length); nil when only
+	// certificates are asked.
+	token []byte
 	term  atomic.Pointer[Term]
 	logs  *ratelog.Limiter
+	// busy bounds the requests handled at once: each holds its body and
+	// may wait for the ledger.
+	busy chan struct{}
 }
+
+// maxInFlight is how many requests the leader handles at once;
+// Alertmanager sends one per group, and retries what is refused.
+const maxInFlight = 16
 
 // NewReceiver makes a receiver; it takes nothing until Lead.
 func NewReceiver(opts Options) *Receiver {
@@ -76,9 +95,10 @@ func NewReceiver(opts Options) *Receiver {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	r := &Receiver{opts: opts, logs: ratelog.New(time.Minute, time.Now)}
-	if t := opts.Token.Reveal(); t != "" {
-		r.token = []byte("Bearer " + t)
+	r := &Receiver{opts: opts, logs: ratelog.New(time.Minute, time.Now), busy: make(chan struct{}, maxInFlight)}
+	if t := strings.TrimSpace(opts.Token.Reveal()); t != "" {
+		h := sha256.Sum256([]byte("Bearer " + t))
+		r.token = h[:]
 	}
 	return r
 }
@@ -110,6 +130,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		if ref.status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "5")
+			// Alertmanager keeps its connection, and a Service balances
+			// connections, not requests: closed, its retry may reach
+			// another replica (the leader).
+			w.Header().Set("Connection", "close")
 		}
 		w.WriteHeader(ref.status)
 		json.NewEncoder(w).Encode(answer{Error: ref.text})
@@ -122,7 +146,12 @@ func (r *Receiver) serve(req *http.Request) (answer, *refusal) {
 	if req.Method != http.MethodPost {
 		return answer{}, refuse(http.StatusMethodNotAllowed, "method", "only POST is accepted")
 	}
-	if r.token != nil && subtle.ConstantTimeCompare([]byte(req.Header.Get("Authorization")), r.token) != 1 {
+	if r.token == nil && !r.opts.ClientCerts {
+		// A misconfiguration (config validation refuses it): fail closed.
+		return answer{}, refuse(http.StatusUnauthorized, "unauthorized", "this receiver has no token and asks no client certificate: it takes nothing")
+	}
+	got := sha256.Sum256([]byte(req.Header.Get("Authorization")))
+	if r.token != nil && subtle.ConstantTimeCompare(got[:], r.token) != 1 {
 		if req.Header.Get("Authorization") == "" {
 			return answer{}, refuse(http.StatusUnauthorized, "unauthorized", "no bearer token (set http_config.authorization in the webhook_config)")
 		}
@@ -133,7 +162,13 @@ func (r *Receiver) serve(req *http.Request) (answer, *refusal) {
 	if term == nil {
 		return answer{}, refuse(http.StatusServiceUnavailable, "not_leader", "this replica does not lead; retry (the leader takes alerts)")
 	}
-	limit := r.opts.Config.MaxBodyBytes
+	select {
+	case r.busy <- struct{}{}:
+		defer func() { <-r.busy }()
+	default:
+		return answer{}, refuse(http.StatusServiceUnavailable, "busy", "%d requests are being handled; retry", maxInFlight)
+	}
+	limit := int64(r.opts.Config.MaxBodyBytes)
 	if req.ContentLength > limit {
 		return answer{}, refuse(http.StatusRequestEntityTooLarge, "too_large", "body of %d bytes; at most %d (intake.alertmanager.maxBodyBytes)", req.ContentLength, limit)
 	}
@@ -149,7 +184,12 @@ func (r *Receiver) serve(req *http.Request) (answer, *refusal) {
 		return answer{}, ref
 	}
 	r.opts.Metrics.received.Add(float64(len(msg.Alerts)))
-	acc, keys := r.take(msg)
+	acc, keys, full := r.take(msg)
+	if full > 0 {
+		// What fitted is taken (and recorded below); the rest waits for
+		// alerts to resolve, and Alertmanager's retry.
+		defer func() { r.opts.Metrics.alerts.WithLabelValues("over_cap").Add(float64(full)) }()
+	}
 	ctx, cancel := context.WithTimeout(req.Context(), r.opts.RecordWithin)
 	defer cancel()
 	if err := term.Record(ctx, keys); err != nil {
@@ -158,15 +198,16 @@ func (r *Receiver) serve(req *http.Request) (answer, *refusal) {
 		// already taken, and only waits for the ledger.
 		return answer{}, refuse(http.StatusServiceUnavailable, "not_recorded", "the alerts are not in the ledger yet (%v); retry", err)
 	}
+	if full > 0 {
+		return answer{}, refuse(http.StatusServiceUnavailable, "full", "%d alerts not taken: %d fire already, the most herald keeps; retry once some resolve", full, MaxFiring)
+	}
 	return acc, nil
 }
 
 // take puts the message's alerts in the store and returns the keys whose
 // findings changed or must be confirmed.
-func (r *Receiver) take(msg *Message) (answer, []watcher.Key) {
-	var acc answer
+func (r *Receiver) take(msg *Message) (acc answer, keys []watcher.Key, full int) {
 	seen := map[watcher.Key]bool{}
-	var keys []watcher.Key
 	touch := func(k watcher.Key) {
 		if !seen[k] {
 			seen[k] = true
@@ -193,16 +234,20 @@ func (r *Receiver) take(msg *Message) (answer, []watcher.Key) {
 		t := mapObject(a.Labels, r.opts.Config.Objects)
 		key := t.key(a.Fingerprint, r.opts.Watched)
 		alert := rules.Alert{
-			Name: a.Labels["alertname"], Fingerprint: a.Fingerprint, Severity: severity(a.Labels["severity"]),
+			Name: alertName(a.Labels["alertname"]), Fingerprint: a.Fingerprint, Severity: severity(a.Labels["severity"]),
 			Object: t.object, Container: t.container, Mapped: t.mapped,
 			Summary: a.Annotations["summary"], Description: a.Annotations["description"], RunbookURL: a.Annotations["runbook_url"],
-			Labels: a.Labels, Since: a.StartsAt, Sinks: r.opts.Sinks, Repeat: r.opts.Config.Repeat,
+			Labels: keptLabels(a.Labels), Since: a.StartsAt, Sinks: r.opts.Sinks, Repeat: r.opts.Config.Repeat,
 		}
 		if alert.Summary == "" {
 			alert.Summary = a.Annotations["message"] // kube-prometheus' older rules
 		}
-		changed, moved := r.opts.Store.put(key, alert, r.opts.Config.AgreeFor(alert.Name))
+		changed, moved, err := r.opts.Store.put(key, alert, r.opts.Config.AgreeFor(alert.Name))
 		switch {
+		case err != nil:
+			acc.Accepted--
+			full++
+			continue
 		case !changed:
 			m.alerts.WithLabelValues("deduplicated").Inc()
 		case t.mapped:
@@ -216,5 +261,38 @@ func (r *Receiver) take(msg *Message) (answer, []watcher.Key) {
 		touch(key)
 	}
 	m.firing.Set(float64(r.opts.Store.Firing()))
-	return acc, keys
+	return acc, keys, full
+}
+
+// keptLabels are the labels an alert's finding can show (the first
+// rules.MaxAlertLabels by name, and how many more there were): only
+// those are kept while it fires.
+func keptLabels(labels map[string]string) map[string]string {
+	if len(labels) <= rules.MaxAlertLabels {
+		return labels
+	}
+	keys := slices.Sorted(maps.Keys(labels))
+	kept := make(map[string]string, rules.MaxAlertLabels)
+	for _, k := range keys[:rules.MaxAlertLabels] {
+		kept[k] = labels[k]
+	}
+	return kept
+}
+
+// alertName keeps of an alert's name what names can hold (Prometheus
+// allows any text): it is the incident's reason, in titles and logs.
+func alertName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '_' || r == ':' || r == '.' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, s)
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	if s == "" {
+		return "Alert"
+	}
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -289,6 +291,55 @@ func TestTokenNeverInAnswers(t *testing.T) {
 		resp.Body.Close()
 		if bytes.Contains(raw, []byte(testToken)) {
 			t.Errorf("answer %s quotes the token", raw)
+		}
+	}
+}
+
+// TestFullStoreRefusesNewAlerts: with MaxFiring alerts firing, a new one
+// is not taken: the answer is 503 (Alertmanager retries), it is counted,
+// and alerts already firing still are.
+func TestFullStoreRefusesNewAlerts(t *testing.T) {
+	f := newFixture(t, true)
+	for i := range MaxFiring {
+		fp := fmt.Sprintf("%016x", i)
+		if _, _, err := f.store.put(watcher.Key{Kind: DetachedKind, Name: fp}, rules.Alert{Name: "Filler", Fingerprint: fp}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, a, _ := f.post(t, message("firing", crashAlert("firing", "fedcba9876543210")), nil)
+	if status != 503 || !strings.Contains(a.Error, "1 alerts not taken") {
+		t.Fatalf("status %d, answer %+v: want 503, not taken", status, a)
+	}
+	if f.store.Firing() != MaxFiring {
+		t.Errorf("firing = %d, want %d", f.store.Firing(), MaxFiring)
+	}
+	if got := testutil.ToFloat64(f.metrics.alerts.WithLabelValues("over_cap")); got != 1 {
+		t.Errorf("over_cap = %v, want 1", got)
+	}
+}
+
+// TestNoAuthenticationTakesNothing: a receiver given neither a token nor
+// client certificates (a configuration that validation refuses) refuses
+// every request rather than take them unauthenticated.
+func TestNoAuthenticationTakesNothing(t *testing.T) {
+	store := NewStore()
+	recv := NewReceiver(Options{Config: &config.AlertmanagerIntake{MaxBodyBytes: 1 << 20}, Token: "  \n", Store: store,
+		Watched: func(string) bool { return true }, Logger: slog.New(slog.DiscardHandler)})
+	recv.term.Store(&Term{Record: func(context.Context, []watcher.Key) error { return nil }})
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	for _, auth := range []string{"", "Bearer ", "Bearer   "} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(message("firing", crashAlert("firing", "0123456789abcdef"))))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 || store.Firing() != 0 {
+			t.Errorf("Authorization %q: status %d, %d firing; want 401 and nothing taken", auth, resp.StatusCode, store.Firing())
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -48,6 +49,13 @@ const (
 	standalone         // the alert speaks; herald's finding is said to agree
 )
 
+// MaxFiring bounds the alerts the store holds: a sender can post any
+// number, and each is kept until it resolves.
+const MaxFiring = 5000
+
+// errFull is put's answer to a new alert when MaxFiring fire already.
+var errFull = errors.New("full")
+
 // NewStore makes an empty store.
 func NewStore() *Store {
 	return &Store{byFP: map[string]*entry{}, byKey: map[watcher.Key]map[string]*entry{}}
@@ -56,12 +64,16 @@ func NewStore() *Store {
 // put records a firing alert under key. It reports false when the same
 // alert was already there unchanged (a repeat or a retry), and the
 // key the alert was under before if that was another.
-func (s *Store) put(key watcher.Key, a rules.Alert, agree string) (changed bool, moved *watcher.Key) {
+func (s *Store) put(key watcher.Key, a rules.Alert, agree string) (changed bool, moved *watcher.Key, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.byFP[a.Fingerprint]; ok {
+	e, ok := s.byFP[a.Fingerprint]
+	if !ok && len(s.byFP) >= MaxFiring {
+		return false, nil, errFull
+	}
+	if ok {
 		if e.key == key && e.agree == agree && reflect.DeepEqual(e.alert, a) {
-			return false, nil
+			return false, nil, nil
 		}
 		if e.key != key {
 			old := e.key
@@ -69,16 +81,16 @@ func (s *Store) put(key watcher.Key, a rules.Alert, agree string) (changed bool,
 			moved = &old
 		} else {
 			e.alert, e.agree = a, agree
-			return true, nil
+			return true, nil, nil
 		}
 	}
-	e := &entry{key: key, alert: a, agree: agree}
+	e = &entry{key: key, alert: a, agree: agree}
 	s.byFP[a.Fingerprint] = e
 	if s.byKey[key] == nil {
 		s.byKey[key] = map[string]*entry{}
 	}
 	s.byKey[key][a.Fingerprint] = e
-	return true, moved
+	return true, moved, nil
 }
 
 // resolve removes the alert of fingerprint fp, returning the key it was
@@ -160,9 +172,13 @@ func (s *Store) Join(key watcher.Key, own []rules.Finding, set *rules.Set, open 
 			// already said resolved.
 			continue
 		}
-		a.Problem = e.agree
 		if match >= 0 {
-			a.Agrees, a.Observed = out[match].Reason, out[match].Facts
+			// herald sees the problem on the object itself: the alert's
+			// incident gets the crash context herald's own would have
+			// had, and never less than its severity.
+			own := out[match]
+			a.Problem, a.Agrees, a.Observed = e.agree, own.Reason, own.Facts
+			a.Severity = rules.MoreSevere(a.Severity, own.Severity)
 			out = slices.Delete(slices.Clone(out), match, match+1)
 		}
 		out = append(out, set.AlertFinding(a))
@@ -189,9 +205,11 @@ func (s *Store) Seed(incs []incident.Incident, agreeFor func(alertname string) s
 			Name: inc.Reason, Fingerprint: fp, Severity: inc.Severity,
 			Object: inc.Object, Container: inc.Container, Mapped: inc.Object.Kind != "",
 			Description: strings.TrimSpace(strings.TrimSuffix(inc.Text, rules.UnmappedNote)),
-			RunbookURL: inc.RunbookURL, Labels: labelsOf(inc.Facts), Since: inc.FirstSeen, Sinks: inc.Sinks,
+			RunbookURL:  inc.RunbookURL, Labels: labelsOf(inc.Facts), Since: inc.FirstSeen, Sinks: inc.Sinks,
 		}
-		s.put(key, a, agreeFor(a.Name))
+		if _, _, err := s.put(key, a, agreeFor(a.Name)); err != nil {
+			break // full: the rest come back with Alertmanager's next notification
+		}
 		s.mu.Lock()
 		s.byFP[fp].join = standalone // it has an incident of its own
 		s.mu.Unlock()

@@ -30,12 +30,12 @@ func noneOpen(string) bool { return false }
 var webPod = watcher.Key{Kind: "Pod", Namespace: "shop", Name: "web-1"}
 
 func crashLooping() rules.Finding {
-	return rules.Finding{Rule: "crashloop", Reason: "CrashLoopBackOff", Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-1", UID: "u1"},
+	return rules.Finding{Rule: "crashloop", Reason: "CrashLoopBackOff", Severity: "warning", Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-1", UID: "u1"},
 		Container: "app", Facts: map[string]string{"restartCount": "7"}}
 }
 
 func podAlert(fp string) rules.Alert {
-	return rules.Alert{Name: "KubePodCrashLooping", Fingerprint: fp, Severity: "warning", Mapped: true,
+	return rules.Alert{Name: "KubePodCrashLooping", Fingerprint: fp, Severity: "info", Mapped: true,
 		Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-1"}, Container: "app",
 		Summary: "Pod is crash looping.", Labels: map[string]string{"alertname": "KubePodCrashLooping", "pod": "web-1"}}
 }
@@ -64,12 +64,18 @@ func TestJoinAlertFirst(t *testing.T) {
 	if len(first) != 1 || first[0].Rule != rules.AlertRule {
 		t.Fatalf("findings = %+v, want the alert's", first)
 	}
+	if !first[0].NoContext {
+		t.Error("an alert alone reads the pod's log: on its word alone, no crash context")
+	}
 	got := s.Join(webPod, []rules.Finding{crashLooping()}, set, noneOpen)
 	if len(got) != 1 || got[0].Rule != rules.AlertRule || got[0].Facts["agrees"] != "herald (CrashLoopBackOff)" {
 		t.Fatalf("findings = %+v, want the alert's alone, saying herald agrees", got)
 	}
 	if incident.Fingerprint(got[0]) != incident.Fingerprint(first[0]) {
 		t.Error("the alert's incident changed identity when herald's finding joined it")
+	}
+	if got[0].NoContext || got[0].Facts["restartCount"] != "7" || got[0].Facts["problem"] != "CrashLoopBackOff" {
+		t.Errorf("with herald seeing the crash loop, the alert's finding has crash context %v, facts %v", !got[0].NoContext, got[0].Facts)
 	}
 }
 
@@ -121,8 +127,15 @@ func TestSeedFromLedger(t *testing.T) {
 func TestJoinHeraldStillWaiting(t *testing.T) {
 	set, s := ruleSet(t), NewStore()
 	s.put(webPod, podAlert("0123456789abcdef"), "CrashLoopBackOff")
-	got := s.Join(webPod, []rules.Finding{crashLooping()}, set, noneOpen)
+	own := crashLooping()
+	own.Severity = "critical"
+	got := s.Join(webPod, []rules.Finding{own}, set, noneOpen)
 	if len(got) != 1 || got[0].Rule != rules.AlertRule || got[0].Facts["agrees"] != "herald (CrashLoopBackOff)" {
 		t.Fatalf("findings = %+v, want the alert's alone, saying herald agrees", got)
+	}
+	// An alert (a forged one: severity info) never makes herald's own
+	// finding less severe by taking it over.
+	if got[0].Severity != "critical" {
+		t.Errorf("severity %q, want herald's critical", got[0].Severity)
 	}
 }

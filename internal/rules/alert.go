@@ -8,13 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/internal/redact"
 )
 
 // AlertRule is the rule name of findings made from alerts another system
 // raised (Alertmanager's, taken in by internal/intake): routes, silences
 // and inhibit rules select them by it.
-const AlertRule = "alertmanager"
+const AlertRule = config.AlertRule
 
 // Alert is a problem another system found, as the intake read it: who
 // found it, about which object, in its own words. Every text in it
@@ -75,7 +76,7 @@ func (s *Set) AlertFinding(a Alert) Finding {
 		return truncate(red.Redact(stripControls(redact.Bound(v, 8*n))), n)
 	}
 	f := Finding{
-		Rule: AlertRule, Reason: a.Name, Severity: a.Severity,
+		Rule: AlertRule, Reason: red.Redact(a.Name), Severity: a.Severity,
 		Object: a.Object, Container: a.Container, Identity: a.Fingerprint,
 		Facts: maps.Clone(a.Observed), Since: a.Since, Sinks: a.Sinks,
 		Repeat: a.Repeat, UpdateInterval: a.UpdateInterval,
@@ -120,8 +121,22 @@ func (s *Set) AlertFinding(a Alert) Finding {
 	if u, err := url.Parse(a.RunbookURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && len(a.RunbookURL) <= MaxRunbookURL {
 		f.RunbookURL = red.Redact(stripControls(a.RunbookURL))
 	}
+	// The crash context reads the pod's log and events with herald's
+	// own permissions: only for a problem herald sees on the pod itself
+	// (Agrees), never on an alert's word alone, which anyone who can
+	// write a Prometheus rule can make name any pod.
+	f.NoContext = a.Agrees == ""
 	// Alertmanager decided the alert has lasted long enough: no wait.
 	return f
+}
+
+// MoreSevere returns the more severe of two severities.
+func MoreSevere(a, b string) string {
+	rank := map[string]int{"info": 1, "warning": 2, "critical": 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
 }
 
 // objectTitle names an object for a title: "Pod shop/web-1 container app".

@@ -118,8 +118,35 @@ the mounted app-level token and the allow list). */}}
 {{- fail (printf "slack.interactive.sink=%s: no sink of that name in config.sinks" (toString $inter.sink)) -}}
 {{- end -}}
 {{- end -}}
+{{- $intake := (.Values.intake | default dict).alertmanager | default dict -}}
+{{- if $intake.enabled -}}
+{{- if (($cfg.intake | default dict).alertmanager) -}}
+{{- fail "intake.alertmanager.enabled and config.intake.alertmanager are both set: give the receiver in one place (intake.alertmanager.settings for its other settings)" -}}
+{{- end -}}
+{{- $am := deepCopy ($intake.settings | default dict) -}}
+{{- $_ := set $am "listen" (printf ":%v" $intake.port) -}}
+{{- if not $intake.existingSecret -}}
+{{- fail "intake.alertmanager.enabled: intake.alertmanager.existingSecret must name the Secret holding the bearer token Alertmanager sends" -}}
+{{- end -}}
+{{- $_ := set $am "token" (dict "file" (printf "%s/token" (include "herald.intakeTokenDir" $))) -}}
+{{- $tls := $intake.tls | default dict -}}
+{{- if $tls.existingSecret -}}
+{{- $t := dict "certFile" (printf "%s/tls.crt" (include "herald.intakeTLSDir" $)) "keyFile" (printf "%s/tls.key" (include "herald.intakeTLSDir" $)) -}}
+{{- if $tls.clientCA -}}
+{{- $_ := set $t "clientCAFile" (printf "%s/ca.crt" (include "herald.intakeTLSDir" $)) -}}
+{{- end -}}
+{{- $_ := set $am "tls" $t -}}
+{{- end -}}
+{{- $_ := set $cfg "intake" (dict "alertmanager" $am) -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
+
+{{/* Where the intake's bearer token (intake.alertmanager) is mounted. */}}
+{{- define "herald.intakeTokenDir" -}}/var/run/secrets/herald/intake{{- end -}}
+
+{{/* Where the intake's certificate (intake.alertmanager.tls) is mounted. */}}
+{{- define "herald.intakeTLSDir" -}}/var/run/secrets/herald/intake-tls{{- end -}}
 
 {{/* Where the Slack app-level token (slack.interactive) is mounted. */}}
 {{- define "herald.appTokenDir" -}}/var/run/secrets/herald/slack-interactive{{- end -}}
