@@ -69,8 +69,9 @@ type loadHarness struct {
 	mu  sync.Mutex
 	got []delivery
 	// lastWait is how long the last check waited for missing deliveries
-	// after the load ended.
+	// after the load ended; dupKeys are the transitions it saw twice.
 	lastWait time.Duration
+	dupKeys  []string
 }
 
 type delivery struct {
@@ -303,6 +304,7 @@ func (h *loadHarness) checkWithin(want map[string]bool, timeout time.Duration) (
 		}
 		if id, ok := first[k]; ok {
 			dups++
+			h.dupKeys = append(h.dupKeys, fmt.Sprintf("%s (%s, again at %s)", k, d.p.ID, d.at.Format("15:04:05.000")))
 			if id != d.p.ID {
 				h.t.Errorf("%s delivered again with another idempotency key: %s then %s", k, id, d.p.ID)
 			}

@@ -223,7 +223,8 @@ func TestEtcdOutage(t *testing.T) {
 	}
 	_, dups := h.check(want)
 	if dups != 0 {
-		t.Errorf("%d notifications repeated across the etcd outage", dups)
+		t.Errorf("%d notifications repeated across the etcd outage: %v; herald's log (etcd stopped %s, back %s):\n%s", dups, h.dupKeys,
+			stopped.Format("15:04:05.000"), back.Format("15:04:05.000"), grepLines(r.logs(), `"level":"WARN"`)+"\n"+grepLines(r.logs(), `"level":"ERROR"`)+"\n"+grepLines(r.logs(), "leader"))
 	}
 	t.Logf("not ready %s after etcd stopped; ready again %s after it came back; PID %d throughout; started over: %v",
 		notReadyAfter.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond), r.cmd.Process.Pid, strings.Contains(r.logs(), "starting over"))

@@ -40,10 +40,17 @@ var (
 // pod-pending, deployment-unavailable, job-failed, node-pressure and the
 // chart's inhibitions (cmd/herald's TestChartDefaultsWorkloadRules runs
 // them on the test control plane).
+// resolveHoldDown is herald's resolve hold-down here.
+const resolveHoldDown = 15 * time.Second
+
 const heraldConfig = `
 incidents:
   updateInterval: 30s
-  resolveHoldDown: 5s
+  # Half herald's default. A restarted kubelet rewrites every pod's
+  # status and can drop a container's last termination until it ends
+  # again: on a loaded machine the OOM-killed hog's next kill came 5.4 s
+  # after, and a 5 s hold-down resolved and reopened its incident.
+  resolveHoldDown: %s
 context:
   changes: {window: 1m}
 rules:
@@ -109,7 +116,7 @@ func runCluster(m *testing.M) int {
 	}
 	hook = newReceiver()
 	defer hook.Close()
-	if herald, err = startHerald(filepath.Join(dir, "herald"), fmt.Sprintf(heraldConfig, hook.URL)); err != nil {
+	if herald, err = startHerald(filepath.Join(dir, "herald"), fmt.Sprintf(heraldConfig, resolveHoldDown, hook.URL)); err != nil {
 		fmt.Println("realnode:", err)
 		return 1
 	}

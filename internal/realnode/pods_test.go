@@ -327,11 +327,14 @@ func testNodeNotReady(t *testing.T) {
 	// The restarted kubelet rewrites every pod's status; the failing pods
 	// of the other tests are still failing: no alert opens or closes. A
 	// new crash loop started now alerts after the kubelet's first restart
-	// and back-off (~8 s), longer than the hold-down and image-pull's
-	// `for`: anything the rewrites caused has gone out by then.
+	// and back-off (~8 s), longer than image-pull's `for`: the rewrites
+	// have been made by then. A problem a rewrite hid resolves only after
+	// the hold-down: that long more, and anything they caused has gone
+	// out.
 	namespace(t, "barrier")
 	deployment(t, "barrier", "late", 1, workload("-exit", "1"))
 	hook.await(t, "barrier", 90*time.Second, "the barrier's alert", func(ds []delivery) bool { return len(ds) > 0 })
+	time.Sleep(resolveHoldDown + time.Second) // herald's own timer: nothing to wait on but the time
 	before++ // the barrier's own
 	if after := podAlerts(); len(after) != before {
 		t.Errorf("pod alerts opened or closed by the node going away and coming back: %s", describe(after[before:]))
