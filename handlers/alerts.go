@@ -31,7 +31,9 @@ func (c *Controller) Enqueue(keys ...watcher.Key) {
 
 // Settle enqueues keys and returns once each has been reconciled by a
 // reconcile that began after the call (so it read what the caller
-// changed before), or ctx ends.
+// changed before), or ctx ends. Only a controller with Alerts keeps
+// track (with none, reconciles pay nothing for it): without, it waits
+// for ctx.
 func (c *Controller) Settle(ctx context.Context, keys []watcher.Key) error {
 	waits := make([]chan struct{}, len(keys))
 	for i, k := range keys {

@@ -283,8 +283,10 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // the rules what is wrong with it, and lets the incident tracker decide
 // what is new, what is over, and what was already said.
 func (c *Controller) reconcile(ctx context.Context, key watcher.Key) (err error) {
-	waiting := c.settling.begin(key)
-	defer func() { c.settling.end(key, waiting, err == nil) }()
+	if c.Alerts != nil { // only alerts taken in are confirmed (Settle)
+		waiting := c.settling.begin(key)
+		defer func() { c.settling.end(key, waiting, err == nil) }()
+	}
 	a, err := c.assess(key)
 	if err != nil {
 		return err
