@@ -21,15 +21,31 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 )
 
-// buildHerald builds the herald binary the way make build does.
+// buildHerald returns the herald binary, built once for all of the
+// package's tests (each process test used to link its own: ~5 CPU-s a
+// time). TestMain removes it.
 func buildHerald(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "herald")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	b := &heraldBinary
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "herald-bin-"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "herald")
+		b.out, b.err = exec.Command("go", "build", "-o", b.path, ".").CombinedOutput()
+	})
+	if b.err != nil {
+		t.Fatalf("go build: %v\n%s", b.err, b.out)
 	}
-	return bin
+	return b.path
+}
+
+// heraldBinary is the one herald binary the process tests run.
+var heraldBinary struct {
+	once      sync.Once
+	dir, path string
+	out       []byte
+	err       error
 }
 
 // replica is one herald process.

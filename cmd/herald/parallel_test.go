@@ -21,6 +21,9 @@ var controlPlanes testenv.Pool
 func TestMain(m *testing.M) {
 	code := m.Run()
 	controlPlanes.Close()
+	if heraldBinary.dir != "" {
+		os.RemoveAll(heraldBinary.dir)
+	}
 	os.Exit(code)
 }
 
@@ -50,6 +53,7 @@ var longestFirst = []string{
 	"TestForWaitSurvivesRestartAndFailover", "TestHostileObjects",
 	"TestFlappingCrashLoopIsOneIncident", "TestMuting", "TestHotReload",
 	"TestSlackPressExactlyOnceAcrossFailover", "TestOnCallDestinations",
+	"TestIntakeFailover", "TestPrometheusAlertEndToEnd",
 }
 
 // beside runs t beside the other tests, with weight 1.
