@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/watcher"
@@ -19,6 +20,18 @@ type AlertSource interface {
 	// Join returns own, the rules' findings on key, with the source's;
 	// open says whether an incident is open.
 	Join(key watcher.Key, own []rules.Finding, set *rules.Set, open func(fingerprint string) bool) []rules.Finding
+}
+
+// assessDetached is the assessment of a key with no object in the cache
+// (detached: a key that never names one): only alerts from outside make
+// findings there. An object that is gone and has none is gone.
+func (c *Controller) assessDetached(key watcher.Key, start time.Time, detached bool) assessment {
+	if c.Alerts == nil {
+		return assessment{start: start}
+	}
+	findings := c.Alerts.Join(key, nil, c.rules.Load(), c.isOpen)
+	c.routeDetached(findings)
+	return assessment{exists: detached || len(findings) > 0, findings: findings, start: start}
 }
 
 // Enqueue asks for keys to be reconciled (a source's findings on them

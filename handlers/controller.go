@@ -338,18 +338,6 @@ func (c *Controller) assess(key watcher.Key) (assessment, error) {
 	return assessment{exists: true, findings: findings, start: start}, nil
 }
 
-// assessDetached is the assessment of a key with no object in the cache
-// (detached: a key that never names one): only alerts from outside make
-// findings there. An object that is gone and has none is gone.
-func (c *Controller) assessDetached(key watcher.Key, start time.Time, detached bool) assessment {
-	if c.Alerts == nil {
-		return assessment{start: start}
-	}
-	findings := c.Alerts.Join(key, nil, c.rules.Load(), c.isOpen)
-	c.routeDetached(findings)
-	return assessment{exists: detached || len(findings) > 0, findings: findings, start: start}
-}
-
 // track updates the object's incidents with what the rules found and
 // returns the notifications to send.
 func (c *Controller) track(key watcher.Key, a assessment) []incident.Notification {

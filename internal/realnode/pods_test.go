@@ -335,7 +335,7 @@ func testNodeNotReady(t *testing.T) {
 	deployment(t, "barrier", "late", 1, workload("-exit", "1"))
 	hook.await(t, "barrier", 90*time.Second, "the barrier's alert", func(ds []delivery) bool { return len(ds) > 0 })
 	time.Sleep(resolveHoldDown + time.Second) // herald's own timer: nothing to wait on but the time
-	before++ // the barrier's own
+	before++                                  // the barrier's own
 	if after := podAlerts(); len(after) != before {
 		t.Errorf("pod alerts opened or closed by the node going away and coming back: %s", describe(after[before:]))
 	}
