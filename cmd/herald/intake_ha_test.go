@@ -124,21 +124,8 @@ sinks:
 		t.Fatalf("no leader:\n%s\n%s", replicas[0].logs(), replicas[1].logs())
 	}
 
-	am, err := testenv.RunAlertmanagerWith(context.Background(), t.TempDir(), fmt.Sprintf(`
-route:
-  receiver: herald
-  group_by: [alertname]
-  group_wait: 0s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: herald
-    webhook_configs:
-      - url: %s/alerts
-        send_resolved: true
-        http_config:
-          authorization: {type: Bearer, credentials_file: %q}
-`, svc.url, token), t.Logf)
+	am, err := testenv.RunAlertmanagerWith(context.Background(), t.TempDir(), testenv.WebhookRoute{URL: svc.url + "/alerts", TokenFile: token,
+		GroupBy: []string{"alertname"}, GroupInterval: time.Second}.Config(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +187,7 @@ func TestIntakeDropsOwnAlerts(t *testing.T) {
 	token := filepath.Join(dir, "token")
 	os.WriteFile(token, []byte("loop-token-31\n"), 0o600)
 	intakeAddr := freeAddr(t)
-	am, err := testenv.RunAlertmanagerWith(context.Background(), t.TempDir(), fmt.Sprintf(alertmanagerToHerald, intakeAddr, token), t.Logf)
+	am, err := testenv.RunAlertmanagerWith(context.Background(), t.TempDir(), alertmanagerToHerald(intakeAddr, token), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,24 +50,14 @@ sinks:
             acknowledge: [U0BOB1]
 `
 
-// alertmanagerToHerald is an Alertmanager whose one receiver is herald's
-// intake, with the token from a file, as kube-prometheus-stack's would
-// be (docs/prometheus.md); its timings are short for the test.
-const alertmanagerToHerald = `
-route:
-  receiver: herald
-  group_by: [alertname, namespace, pod]
-  group_wait: 0s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: herald
-    webhook_configs:
-      - url: http://%s/alerts
-        send_resolved: true
-        http_config:
-          authorization: {type: Bearer, credentials_file: %q}
-`
+// alertmanagerToHerald is an Alertmanager configuration whose one
+// receiver is herald's intake at addr, with the token from tokenFile, as
+// kube-prometheus-stack's would be (docs/prometheus.md); its timings are
+// short for the test.
+func alertmanagerToHerald(addr, tokenFile string) string {
+	return testenv.WebhookRoute{URL: "http://" + addr + "/alerts", TokenFile: tokenFile,
+		GroupBy: []string{"alertname", "namespace", "pod"}, GroupInterval: time.Second}.Config()
+}
 
 // postAlert posts one alert to Alertmanager's API as Prometheus does
 // (an end in the past resolves it).
@@ -173,7 +163,7 @@ func TestPrometheusAlertEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	intakeAddr := freeAddr(t)
-	am, err := testenv.RunAlertmanagerWith(ctx, t.TempDir(), fmt.Sprintf(alertmanagerToHerald, intakeAddr, tokenFile), t.Logf)
+	am, err := testenv.RunAlertmanagerWith(ctx, t.TempDir(), alertmanagerToHerald(intakeAddr, tokenFile), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,20 +33,8 @@ func alertmanagerForDemo(ctx context.Context, dir string) (am *testenv.Alertmana
 	if err := os.WriteFile(tokenFile, []byte(fmt.Sprintf("demo-%d\n", time.Now().UnixNano())), 0o600); err != nil {
 		return nil, "", "", err
 	}
-	cfg := fmt.Sprintf(`route:
-  receiver: herald
-  group_by: [alertname, namespace]
-  group_wait: 1s
-  group_interval: 5s
-  repeat_interval: 1h
-receivers:
-  - name: herald
-    webhook_configs:
-      - url: http://%s/alerts
-        send_resolved: true
-        http_config:
-          authorization: {type: Bearer, credentials_file: %q}
-`, intakeAddr, tokenFile)
+	cfg := testenv.WebhookRoute{URL: "http://" + intakeAddr + "/alerts", TokenFile: tokenFile,
+		GroupBy: []string{"alertname", "namespace"}, GroupWait: time.Second, GroupInterval: 5 * time.Second}.Config()
 	am, err = testenv.RunAlertmanagerWith(ctx, dir, cfg, func(f string, a ...any) { fmt.Printf("    "+f+"\n", a...) })
 	return am, intakeAddr, tokenFile, err
 }

@@ -77,9 +77,12 @@ func (f *fixture) taken() []watcher.Key {
 	return append([]watcher.Key(nil), f.recorded...)
 }
 
-func (f *fixture) post(t *testing.T, body string, header map[string]string) (int, answer, http.Header) {
+// send sends a request to url with the test's token, header replacing
+// or (with "") removing headers, and returns the status, the raw body
+// and the headers of the answer.
+func send(t *testing.T, method, url string, body io.Reader, header map[string]string) (int, []byte, http.Header) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url+"/alerts", strings.NewReader(body))
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +99,19 @@ func (f *fixture) post(t *testing.T, body string, header map[string]string) (int
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var a answer
 	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, resp.Header
+}
+
+// post sends body to the fixture and reads its answer.
+func (f *fixture) post(t *testing.T, body string, header map[string]string) (int, answer, http.Header) {
+	t.Helper()
+	status, raw, h := send(t, http.MethodPost, f.url+"/alerts", strings.NewReader(body), header)
+	var a answer
 	if err := json.Unmarshal(raw, &a); err != nil {
 		t.Fatalf("answer %q is not JSON: %v", raw, err)
 	}
-	return resp.StatusCode, a, resp.Header
+	return status, a, h
 }
 
 // message is a webhook message with the given alerts (JSON objects).
@@ -161,29 +171,15 @@ func TestRefusals(t *testing.T) {
 			if tt.chunk {
 				body = io.MultiReader(strings.NewReader(tt.body)) // no length: sent chunked
 			}
-			req, _ := http.NewRequest(method, fx.url+"/alerts", body)
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			for k, v := range tt.header {
-				if v == "" {
-					req.Header.Del(k)
-				} else {
-					req.Header.Set(k, v)
-				}
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tt.status {
-				t.Errorf("status %d, want %d (%s)", resp.StatusCode, tt.status, raw)
+			status, raw, h := send(t, method, fx.url+"/alerts", body, tt.header)
+			if status != tt.status {
+				t.Errorf("status %d, want %d (%s)", status, tt.status, raw)
 			}
 			var a answer
 			if err := json.Unmarshal(raw, &a); err != nil || !strings.Contains(a.Error, tt.says) {
 				t.Errorf("answer %s does not say %q", raw, tt.says)
 			}
-			if tt.status == 503 && resp.Header.Get("Retry-After") == "" {
+			if tt.status == 503 && h.Get("Retry-After") == "" {
 				t.Error("a 503 without Retry-After")
 			}
 			if got := testutil.ToFloat64(fx.metrics.refused.WithLabelValues(tt.reason)) - before; got != 1 {
@@ -278,17 +274,7 @@ func TestOwnAlertsAreDropped(t *testing.T) {
 func TestTokenNeverInAnswers(t *testing.T) {
 	f := newFixture(t, true)
 	for _, h := range []map[string]string{nil, {"Authorization": "Bearer " + testToken + "x"}} {
-		req, _ := http.NewRequest(http.MethodPost, f.url, bytes.NewReader([]byte(message("firing", crashAlert("firing", "0123456789abcdef")))))
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_, raw, _ := send(t, http.MethodPost, f.url, strings.NewReader(message("firing", crashAlert("firing", "0123456789abcdef"))), h)
 		if bytes.Contains(raw, []byte(testToken)) {
 			t.Errorf("answer %s quotes the token", raw)
 		}

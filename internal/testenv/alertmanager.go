@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -113,4 +114,33 @@ func waitReady(url string, proc *process, within time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// WebhookRoute is an Alertmanager route that sends every alert to one
+// webhook receiver with a bearer token read from a file, as
+// kube-prometheus-stack's route to herald's intake does
+// (docs/prometheus.md).
+type WebhookRoute struct {
+	URL, TokenFile string
+	GroupBy        []string
+	// GroupWait and GroupInterval: Alertmanager's; short in tests.
+	GroupWait, GroupInterval time.Duration
+}
+
+// Config is the route as Alertmanager's configuration file.
+func (w WebhookRoute) Config() string {
+	return fmt.Sprintf(`route:
+  receiver: webhook
+  group_by: [%s]
+  group_wait: %s
+  group_interval: %s
+  repeat_interval: 1h
+receivers:
+  - name: webhook
+    webhook_configs:
+      - url: %s
+        send_resolved: true
+        http_config:
+          authorization: {type: Bearer, credentials_file: %q}
+`, strings.Join(w.GroupBy, ", "), w.GroupWait, w.GroupInterval, w.URL, w.TokenFile)
 }
