@@ -367,7 +367,7 @@ func limitedKubeconfig(t *testing.T, env *testenv.Env) *rest.Config {
 // first alerts' latency with context (bounded by its 2 s wait) is set
 // beside the one without, from the same run.
 func TestCrashContextStorm(t *testing.T) {
-	besideHeavy(t)
+	alone(t) // it asserts latencies
 	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	ctx := context.Background()

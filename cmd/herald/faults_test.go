@@ -189,7 +189,7 @@ func TestEtcdOutage(t *testing.T) {
 		want[n+"/1/firing"] = true
 	}
 	h.check(want)
-	ledgerSettled(t, h.client) // what was delivered is on record before etcd goes
+	ledgerSettled(t, h.client, names("before")...) // what was delivered is on record before etcd goes
 
 	h.env.StopEtcd()
 	stopped := time.Now()
@@ -230,26 +230,39 @@ func TestEtcdOutage(t *testing.T) {
 		notReadyAfter.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond), r.cmd.Process.Pid, strings.Contains(r.logs(), "starting over"))
 }
 
-// ledgerSettled waits until the ledger records no pending delivery.
-func ledgerSettled(t *testing.T, client kubernetes.Interface) {
+// ledgerSettled waits until the ledger records no pending delivery and
+// holds an incident for each of the named objects. The ledger is written
+// at most once a second, after the notification: a write made before the
+// last incident opened has nothing pending either, so the names are what
+// says the last write is on record.
+func ledgerSettled(t *testing.T, client kubernetes.Interface, objects ...string) {
 	t.Helper()
 	ctx := context.Background()
+	var missing []string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		cms, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=herald-ledger"})
 		if err != nil || len(cms.Items) == 0 {
 			return false, nil
 		}
+		var all strings.Builder
 		for _, cm := range cms.Items {
 			for _, v := range cm.Data {
 				if strings.Contains(v, `"pending"`) {
 					return false, nil
 				}
+				all.WriteString(v)
 			}
 		}
-		return true, nil
+		missing = missing[:0]
+		for _, name := range objects {
+			if !strings.Contains(all.String(), `"`+name+`"`) {
+				missing = append(missing, name)
+			}
+		}
+		return len(missing) == 0, nil
 	})
 	if err != nil {
-		t.Fatal("the ledger still records pending deliveries")
+		t.Fatalf("the ledger still records pending deliveries, or lacks the incidents of %v", missing)
 	}
 }
 

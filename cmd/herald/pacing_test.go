@@ -123,7 +123,7 @@ func createNamespaces(t *testing.T, client kubernetes.Interface, names ...string
 // and nine updates, as before. Then 100 Deployments × 3 pods crash within
 // 10 s: 100 firings, none held back by another incident's pacing.
 func TestWorkloadStormIsPaced(t *testing.T) {
-	besideHeavy(t)
+	alone(t) // it asserts latencies
 	env := controlPlanes.Get(t)
 	client, _ := env.Client()
 	recv := newReceiver(t)
