@@ -30,6 +30,7 @@ import (
 	"github.com/herald-k8s/herald/internal/preflight"
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/internal/slackact"
+	"github.com/herald-k8s/herald/internal/term"
 	"github.com/herald-k8s/herald/sinks"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -184,7 +185,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		logger.Error("setting up the change record", "error", err)
 		return 1
 	}
-	notify = changed.stage(w, notify)
+	notify = changed.Stage(notify)
 	alerts, err := newAlertIntake(cfg, w, logger, reg)
 	if err != nil {
 		logger.Error("starting the Alertmanager receiver", "error", err)
@@ -212,7 +213,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	}
 	// After the controller, which decides what the cache keeps (compact
 	// pods, annotations the rules read) before any informer is made.
-	if err := changed.watch(ctx, w); err != nil {
+	if err := changed.Watch(ctx); err != nil {
 		logger.Error("setting up the change record", "error", err)
 		return 1
 	}
@@ -285,14 +286,25 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	// even in the middle of a graceful drain.
 	fenced, fence := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer fence(nil)
+	parts := term.Parts{Tracker: tracker, Store: store, Dispatcher: dispatcher, Controller: ctrl, Logger: logger,
+		Namespace: *namespace, Persisted: !*noPersist, LedgerMetrics: ledgerMetrics, Grace: *shutdownGrace,
+		Beside: []func(context.Context){
+			gatherContext,
+			silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run,
+		}}
+	if interactive != nil { // Slack's buttons
+		parts.Beside = append(parts.Beside, interactive)
+	}
+	if alerts != nil {
+		parts.Restored = append(parts.Restored, func(t *incident.Tracker) { alerts.seed(t, logger) })
+		parts.Beside = append(parts.Beside, func(ctx context.Context) { alerts.lead(ctx, ctrl, tracker, saved) })
+	}
 	var runErr error
 	lead := func(ctx context.Context) {
 		// The election's fence at the edge (checked by every sink and
 		// ledger request) goes with the work that outlives ctx too.
 		fenced := fencing.With(fenced, fencing.From(ctx))
-		runErr = runLeader(ctx, fenced, fence, leaderParts{tracker: tracker, store: store, dispatcher: dispatcher, ctrl: ctrl, logger: logger,
-			namespace: *namespace, persisted: !*noPersist, ledgerMetrics: ledgerMetrics, grace: *shutdownGrace, gatherContext: gatherContext, interactive: interactive, alerts: alerts, saved: saved,
-			silenceStatus: silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run})
+		runErr = term.Run(ctx, fenced, fence, parts)
 	}
 	if !*leaderElect {
 		isLeader.Set(1)

@@ -46,7 +46,7 @@ func newTestChanges(ctx context.Context, cfg *config.Config, rc *rest.Config, w 
 			return nil, err
 		}
 		// As herald run does: only what this identity may watch.
-		if objectKinds, err = watchableObjects(ctx, typed, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		if objectKinds, err = changes.WatchableObjects(ctx, typed, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 			return nil, err
 		}
 		if len(objectKinds) > 0 {

@@ -46,12 +46,13 @@ var allowed = map[string][]string{
 	"internal/termsafe":     {},
 	"internal/fence":        {},
 	"internal/silence":      {"config", "internal/incident", "watcher"},
-	"internal/changes":      {"config", "watcher", "internal/incident", "internal/redact"},
+	"internal/changes":      {"config", "watcher", "internal/incident", "internal/kube", "internal/preflight", "internal/redact"},
 	"internal/actions":      {"internal/incident", "internal/silence"},
 	"internal/slackact":     {"config", "internal/actions", "internal/incident", "internal/fence", "sinks", "sinks/slack"},
 	"internal/slackstandin": {},
 	"internal/preflight":    {"internal/kube", "watcher"},
 	"internal/intake":       {"config", "internal/incident", "internal/ratelog", "internal/rules", "watcher"},
+	"internal/term":         {"handlers", "internal/fence", "internal/incident", "sinks"},
 }
 
 func TestImportGraph(t *testing.T) {
