@@ -6,7 +6,6 @@ package handlers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -145,85 +144,6 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	return c, nil
-}
-
-func (c *Controller) watch(kind string) error {
-	inf, err := c.Watcher.Informer(kind)
-	if err != nil {
-		return err
-	}
-	c.handlersMu.Lock()
-	defer c.handlersMu.Unlock()
-	if h, ok := c.handlers[kind]; ok && h.inf == inf {
-		return nil // a pinned informer that kept its handler
-	}
-	reg, err := inf.AddEventHandler(c.eventHandler(kind))
-	if err != nil {
-		return fmt.Errorf("adding event handler for %s: %w", kind, err)
-	}
-	if c.handlers == nil {
-		c.handlers = map[string]kindHandler{}
-	}
-	c.handlers[kind] = kindHandler{inf, reg}
-	return nil
-}
-
-// unwatch takes the controller's handler off kind's informer, which
-// stays (another reader pinned it) though no rule needs the kind.
-func (c *Controller) unwatch(kind string) {
-	c.handlersMu.Lock()
-	defer c.handlersMu.Unlock()
-	if h, ok := c.handlers[kind]; ok {
-		if err := h.inf.RemoveEventHandler(h.reg); err != nil {
-			c.Logger.Warn("removing an event handler", "kind", kind, "error", err)
-		}
-		delete(c.handlers, kind)
-	}
-}
-
-// eventHandler enqueues the keys of in-scope objects. It keeps no state
-// and never queues an object, only its key: a worker reads the latest
-// version from the cache.
-func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
-	enqueue := func(obj any) {
-		key, ok := watcher.KeyFor(kind, obj)
-		if !ok {
-			c.Logger.Warn("event for an object without metadata", "kind", kind, "type", fmt.Sprintf("%T", obj))
-			return
-		}
-		c.queue.Add(key)
-	}
-	inScope := func(obj any) bool {
-		m, ok := obj.(metav1.Object)
-		return ok && c.rules.Load().InScope(kind, m, c.nsLabels)
-	}
-	events := c.Metrics.Events.WithLabelValues(kind)
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			events.Inc()
-			if inScope(obj) {
-				enqueue(obj)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			events.Inc()
-			o, ok1 := oldObj.(metav1.Object)
-			n, ok2 := newObj.(metav1.Object)
-			if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
-				return // a resync: nothing changed
-			}
-			if inScope(newObj) {
-				enqueue(newObj)
-			}
-		},
-		// Deletes are always enqueued, even out of scope or as a
-		// tombstone: the reconcile finds no object and resolves whatever
-		// was open for it.
-		DeleteFunc: func(obj any) {
-			events.Inc()
-			enqueue(obj)
-		},
-	}
 }
 
 // Run waits for the caches, then runs the workers until ctx ends. It
