@@ -309,18 +309,30 @@ func shopDeployment(name, image, pool, apiKey, token string) *appsv1.Deployment 
 // crash loop into its status.
 func crashOwnedPod(t *testing.T, client kubernetes.Interface, deployment, hash string) {
 	t.Helper()
-	name := deployment + "-" + hash + "-x1"
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop",
+	pod := ownedPod(deployment, hash)
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "sidecar", Image: "example.com/sidecar:1"})
+	createCrashing(t, client, pod)
+}
+
+// ownedPod is a pod of deployment's ReplicaSet of template hash hash in
+// namespace shop, with one container, app.
+func ownedPod(deployment, hash string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: deployment + "-" + hash + "-x1", Namespace: "shop",
 			Labels: map[string]string{"app": deployment, "pod-template-hash": hash},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: deployment + "-" + hash,
 				UID: types.UID("rs-" + hash), Controller: ptrTo(true)}}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "shop/" + deployment + ":1.9.0"}, {Name: "sidecar", Image: "example.com/sidecar:1"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "shop/" + deployment + ":1.9.0"}}},
 	}
-	if _, err := client.CoreV1().Pods("shop").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+}
+
+// createCrashing creates pod and has its app container crash-loop.
+func createCrashing(t *testing.T, client kubernetes.Interface, pod *corev1.Pod) {
+	t.Helper()
+	if _, err := client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := writePodStatusIn(client, "shop", name, crashLooping, 3); err != nil {
+	if err := writePodStatusIn(client, pod.Namespace, pod.Name, crashLooping, 3); err != nil {
 		t.Fatal(err)
 	}
 }

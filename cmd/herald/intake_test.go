@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -78,25 +77,14 @@ func postAlert(t *testing.T, am *testenv.Alertmanager, labels, annotations map[s
 	}
 }
 
-// crashPodOnNode is crashOwnedPod's pod on node-1, whose kubelet
-// stand-in answers its logs.
+// crashPodOnNode is crashOwnedPod's pod, without the sidecar, on
+// node-1, whose kubelet stand-in answers its logs.
 func crashPodOnNode(t *testing.T, client kubernetes.Interface, deployment, hash string) string {
 	t.Helper()
-	name := deployment + "-" + hash + "-x1"
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop",
-			Labels: map[string]string{"app": deployment, "pod-template-hash": hash},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: deployment + "-" + hash,
-				UID: types.UID("rs-" + hash), Controller: ptrTo(true)}}},
-		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "shop/" + deployment + ":1.9.0"}}},
-	}
-	if _, err := client.CoreV1().Pods("shop").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := writePodStatusIn(client, "shop", name, crashLooping, 3); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	pod := ownedPod(deployment, hash)
+	pod.Spec.NodeName = "node-1"
+	createCrashing(t, client, pod)
+	return pod.Name
 }
 
 // topLevel counts herald's top-level Slack messages whose text has sub.
