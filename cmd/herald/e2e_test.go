@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +99,27 @@ func runHerald(t *testing.T, env *testenv.Env, configYAML string, extra ...strin
 		args := append([]string{"run", "--config", cfgPath, "--kubeconfig", kc, "--log-format", "text", "--metrics-addr", "127.0.0.1:0"}, extra...)
 		h.done <- runMain(ctx, args, h.logs, h.logs)
 	}()
+	t.Cleanup(func() {
+		if t.Failed() { // what herald said it did, beside what the test saw
+			t.Logf("herald's notifications, warnings and errors (the last %d):\n%s", logTail, lastLines(h.logs.String(), logTail,
+				`msg="incident `, "level=WARN", "level=ERROR"))
+		}
+	})
 	return h
+}
+
+// logTail is how many of herald's log lines a failed test prints.
+const logTail = 60
+
+// lastLines returns the last n lines of text that contain any of subs.
+func lastLines(text string, n int, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(l, s) }) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
 }
 
 // startedHerald is runHerald followed by waitReady.

@@ -52,7 +52,11 @@ func (r *receiver) collect(t *testing.T, n int, timeout time.Duration) []sinks.P
 		case p := <-r.got:
 			out = append(out, p)
 		case <-deadline:
-			t.Fatalf("got %d notifications within %s, want %d", len(out), timeout, n)
+			var got []string
+			for _, p := range out {
+				got = append(got, string(p.Transition)+" "+p.Title)
+			}
+			t.Fatalf("got %d notifications within %s, want %d:\n%s", len(out), timeout, n, strings.Join(got, "\n"))
 		}
 	}
 	return out
