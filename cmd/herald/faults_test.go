@@ -20,6 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/kube"
 	"github.com/herald-k8s/herald/internal/testenv"
 )
 
@@ -262,7 +265,35 @@ func ledgerSettled(t *testing.T, client kubernetes.Interface, objects ...string)
 		return len(missing) == 0, nil
 	})
 	if err != nil {
-		t.Fatalf("the ledger still records pending deliveries, or lacks the incidents of %v", missing)
+		t.Fatalf("the ledger still records pending deliveries, or lacks the incidents of %v (%v)", missing, err)
+	}
+}
+
+// ledgerResolved waits until herald's ledger, read as herald reads it,
+// holds object's incident as resolved, with nothing left to deliver: a
+// ledger write made before the resolution has the incident open.
+func ledgerResolved(t *testing.T, env *testenv.Env, object string) {
+	t.Helper()
+	client, err := kube.New(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := incident.NewConfigMapStore(client, "default", config.DefaultLedgerName)
+	ctx := context.Background()
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		incs, err := store.Load(ctx, func(string, ...any) {})
+		if err != nil {
+			return false, nil
+		}
+		for _, inc := range incs {
+			if inc.Object.Name == object && !inc.ResolvedAt.IsZero() && len(inc.Pending) == 0 {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the ledger does not hold %s's incident as resolved and delivered", object)
 	}
 }
 

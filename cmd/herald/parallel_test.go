@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // asserts latencies that hold only while the machine is not saturated. A
 // test weighs what it loads the machine with: 1, or 2 for those (heavy);
 // at most testCapacity is running. A test that measures herald's latency
-// under a storm runs alone (alone), after all the others: the heralds of
+// under a storm runs alone (alone), normally after the others: the heralds of
 // this package run in one process, under the race detector, on the same
 // two cores, so a storm beside another heavy test measured the other
 // test (a p50 of 1.4 s for what takes 60 ms alone).
@@ -67,9 +67,11 @@ func beside(t *testing.T) { runBeside(t, 1) }
 // a failover or an outage under load.
 func besideHeavy(t *testing.T) { runBeside(t, 2) }
 
-// alone runs t with no other test of this package beside it, once all
-// the others have started (so that it waits only for the last of them,
-// when the other packages are done too).
+// alone runs t with no other test of this package beside it. Its rank is
+// after every other's, so once the tests have all asked for their slots
+// (as under make test's -parallel) it starts when the others are done,
+// as are most other packages; under go test's default -parallel (the
+// number of cores) it may come earlier, still alone.
 func alone(t *testing.T) {
 	t.Parallel()
 	testSlots.take(testCapacity, len(longestFirst)+1)
