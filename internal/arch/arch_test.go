@@ -45,6 +45,7 @@ var allowed = map[string][]string{
 	"internal/redact":       {},
 	"internal/termsafe":     {},
 	"internal/fence":        {},
+	"internal/leader":       {"internal/fence"},
 	"internal/silence":      {"config", "internal/incident", "watcher"},
 	"internal/changes":      {"config", "watcher", "internal/incident", "internal/kube", "internal/preflight", "internal/redact"},
 	"internal/actions":      {"internal/incident", "internal/silence"},

@@ -41,7 +41,7 @@ func newGate() *gate  { return &gate{c: make(chan struct{})} }
 func (g *gate) open() { g.once.Do(func() { close(g.c) }) }
 func (g *gate) wait() { <-g.c }
 
-// testWhatChanged: issue #33's "What changed" section on crash alerts,
+// testWhatChanged: the "What changed" section on crash alerts,
 // from changes a real kubelet acts on. The three run at once, each in
 // its namespace (subtests started from goroutines, which take none of go
 // test's parallel slots: see TestRealNode). Each waits out the window
