@@ -165,6 +165,12 @@ sinks:
 	defer mu.Unlock()
 	repeats := 0
 	for k, ps := range byKey {
+		// Every alert still fires: the new leader took back from its
+		// ledger those that fired before (without them, its start-up
+		// reconcile finds no alert for their keys and resolves them).
+		if ps[0].Transition == "resolved" {
+			t.Errorf("%s: resolved across the failover, though Alertmanager never said so", k)
+		}
 		for _, p := range ps[1:] {
 			repeats++
 			if p.ID != ps[0].ID {

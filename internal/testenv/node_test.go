@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,7 +93,12 @@ func TestRealNodeRunsContainersAndLeavesNothing(t *testing.T) {
 	if got := pgrep(t, dir); len(got) != 0 {
 		t.Errorf("processes left after Stop: %v", got)
 	}
-	if out, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(out), node.Name) {
+	// By whole name: another package's node beside this one may be
+	// herald-node-146 while this one is herald-node-14.
+	if out, _ := exec.Command("ip", "netns", "list").Output(); slices.ContainsFunc(strings.Split(string(out), "\n"), func(line string) bool {
+		name, _, _ := strings.Cut(line, " ")
+		return name == node.Name
+	}) {
 		t.Errorf("network namespace %s left: %s", node.Name, out)
 	}
 	if out, _ := exec.Command("ip", "-o", "addr").Output(); strings.Contains(string(out), node.network.HostIP+"/") {
