@@ -101,8 +101,8 @@ func runHerald(t *testing.T, env *testenv.Env, configYAML string, extra ...strin
 	}()
 	t.Cleanup(func() {
 		if t.Failed() { // what herald said it did, beside what the test saw
-			t.Logf("herald's notifications, warnings and errors (the last %d):\n%s", logTail, lastLines(h.logs.String(), logTail,
-				`msg="incident `, "level=WARN", "level=ERROR"))
+			t.Logf("herald's leadership, start-up, notifications, warnings and errors (the last %d):\n%s", logTail, lastLines(h.logs.String(), logTail,
+				`msg="incident `, `msg="became the leader"`, `msg="startup reconcile done"`, `msg="starting workers"`, "level=WARN", "level=ERROR"))
 		}
 	})
 	return h
