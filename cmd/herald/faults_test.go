@@ -17,7 +17,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/herald-k8s/herald/config"
@@ -192,7 +191,7 @@ func TestEtcdOutage(t *testing.T) {
 		want[n+"/1/firing"] = true
 	}
 	h.check(want)
-	ledgerSettled(t, h.client, names("before")...) // what was delivered is on record before etcd goes
+	ledgerSettled(t, h.env, names("before")...) // what was delivered is on record before etcd goes
 
 	h.env.StopEtcd()
 	stopped := time.Now()
@@ -233,46 +232,42 @@ func TestEtcdOutage(t *testing.T) {
 		notReadyAfter.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond), r.cmd.Process.Pid, strings.Contains(r.logs(), "starting over"))
 }
 
-// ledgerSettled waits until the ledger records no pending delivery and
-// holds an incident for each of the named objects. The ledger is written
-// at most once a second, after the notification: a write made before the
-// last incident opened has nothing pending either, so the names are what
-// says the last write is on record.
-func ledgerSettled(t *testing.T, client kubernetes.Interface, objects ...string) {
+// ledgerSettled waits until herald's ledger, read as herald reads it,
+// records no pending delivery and holds an incident for each of the named
+// objects. The ledger is written at most once a second, after the
+// notification: a write made before the last incident opened has nothing
+// pending either, so the names are what says the last write is on record.
+func ledgerSettled(t *testing.T, env *testenv.Env, objects ...string) {
 	t.Helper()
-	ctx := context.Background()
 	var missing []string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		cms, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=herald-ledger"})
-		if err != nil || len(cms.Items) == 0 {
-			return false, nil
-		}
-		var all strings.Builder
-		for _, cm := range cms.Items {
-			for _, v := range cm.Data {
-				if strings.Contains(v, `"pending"`) {
-					return false, nil
-				}
-				all.WriteString(v)
+	ledgerHolds(t, env, func(incs []incident.Incident) bool {
+		held := map[string]bool{}
+		for _, inc := range incs {
+			if len(inc.Pending) > 0 {
+				return false
 			}
+			held[inc.Object.Name] = true
 		}
-		missing = missing[:0]
-		for _, name := range objects {
-			if !strings.Contains(all.String(), `"`+name+`"`) {
-				missing = append(missing, name)
-			}
-		}
-		return len(missing) == 0, nil
-	})
-	if err != nil {
-		t.Fatalf("the ledger still records pending deliveries, or lacks the incidents of %v (%v)", missing, err)
-	}
+		missing = slices.DeleteFunc(slices.Clone(objects), func(name string) bool { return held[name] })
+		return len(missing) == 0
+	}, func() string { return fmt.Sprintf("pending deliveries, or no incident of %v", missing) })
 }
 
-// ledgerResolved waits until herald's ledger, read as herald reads it,
-// holds object's incident as resolved, with nothing left to deliver: a
-// ledger write made before the resolution has the incident open.
+// ledgerResolved waits until herald's ledger holds object's incident as
+// resolved, with nothing left to deliver: a ledger write made before the
+// resolution has the incident open.
 func ledgerResolved(t *testing.T, env *testenv.Env, object string) {
+	t.Helper()
+	ledgerHolds(t, env, func(incs []incident.Incident) bool {
+		return slices.ContainsFunc(incs, func(inc incident.Incident) bool {
+			return inc.Object.Name == object && !inc.ResolvedAt.IsZero() && len(inc.Pending) == 0
+		})
+	}, func() string { return object + "'s incident not resolved and delivered" })
+}
+
+// ledgerHolds waits up to 20 s until the ledger in namespace default,
+// read through herald's own store, satisfies ok; why says what it lacked.
+func ledgerHolds(t *testing.T, env *testenv.Env, ok func([]incident.Incident) bool, why func() string) {
 	t.Helper()
 	client, err := kube.New(env.Config)
 	if err != nil {
@@ -282,18 +277,10 @@ func ledgerResolved(t *testing.T, env *testenv.Env, object string) {
 	ctx := context.Background()
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		incs, err := store.Load(ctx, func(string, ...any) {})
-		if err != nil {
-			return false, nil
-		}
-		for _, inc := range incs {
-			if inc.Object.Name == object && !inc.ResolvedAt.IsZero() && len(inc.Pending) == 0 {
-				return true, nil
-			}
-		}
-		return false, nil
+		return err == nil && ok(incs), nil
 	})
 	if err != nil {
-		t.Fatalf("the ledger does not hold %s's incident as resolved and delivered", object)
+		t.Fatalf("the ledger: %s", why())
 	}
 }
 

@@ -68,7 +68,7 @@ sinks:
 	if p := recv.next(t, 10*time.Second); p.Transition != "resolved" || p.Object.Name != "app-2" {
 		t.Fatalf("got %s for %s, want app-2 resolved", p.Transition, p.Object.Name)
 	}
-	ledgerSettled(t, client, "app-0", "app-1", "api", "quiet-0")
+	ledgerSettled(t, env, "app-0", "app-1", "api", "quiet-0")
 	ledgerResolved(t, env, "app-2")
 	kc := readOnlyKubeconfig(t, env, "default")
 
