@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"slices"
@@ -187,37 +186,5 @@ func TestReloadToWholePodsKeepsWorkloadGroups(t *testing.T) {
 	// The workload's pod count comes from the index.
 	if last := got[1].Title; last != "CrashLoopBackOff: Deployment default/api: 2/3 pods (container app)" {
 		t.Errorf("title after two of three pods: %q", last)
-	}
-}
-
-// TestAChangeIsAppliedOnceItsWriterIsDone: a file written in place is
-// read empty, then whole; it is applied once, whole, when two checks in
-// a row read the same content.
-func TestAChangeIsAppliedOnceItsWriterIsDone(t *testing.T) {
-	beside(t)
-	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
-	c := steadyChange{last: hash("v1")}
-	for i, step := range []struct {
-		read  string
-		apply bool
-	}{
-		{"v1", false},
-		{"", false},   // truncated: an empty file hashes too
-		{"v2", false}, // written: not yet known to be whole
-		{"v2", true},  // the same a check later: applied
-		{"v2", false}, // and only once
-		{"v3", false},
-		{"v2", false}, // changed back before it settled: nothing to apply
-		{"v2", false},
-		{"v3", false},
-		{"v1", false}, // changed again before it settled
-		{"v1", true},
-	} {
-		if got := c.done(hash(step.read)); got != step.apply {
-			t.Errorf("check %d (read %q): apply %v, want %v", i, step.read, got, step.apply)
-		}
-	}
-	if c.done(nil) {
-		t.Error("an unreadable file was applied")
 	}
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/herald-k8s/herald/internal/leader"
 	"github.com/herald-k8s/herald/internal/logbuf"
 	"github.com/herald-k8s/herald/internal/preflight"
+	"github.com/herald-k8s/herald/internal/reload"
+	"github.com/herald-k8s/herald/internal/rules"
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/internal/slackact"
 	"github.com/herald-k8s/herald/internal/term"
@@ -266,8 +268,11 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		}
 	}()
 	if *reloadInterval > 0 {
-		r := newReloader(*configPath, *reloadInterval, cfg, ctrl, logger, reg)
-		r.replaceSinks = func(next *config.Config) error {
+		r := reload.New(*configPath, *reloadInterval, cfg, ctrl, logger, reg)
+		r.Compile = func(path string, data []byte) (*config.Config, *rules.Set, error) {
+			return compileConfig(path, func(path string) (*config.Config, error) { return config.Parse(path, data) })
+		}
+		r.ReplaceSinks = func(next *config.Config) error {
 			lanes, _, err := buildSinks(next, out, tracker, identity, logger)
 			if err != nil {
 				return err
@@ -275,9 +280,9 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 			dispatcher.Replace(lanes)
 			return nil
 		}
-		r.applied = muter.Configure
-		r.compiled = ignoredEvents.install
-		go r.run(ctx)
+		r.Applied = muter.Configure
+		r.Compiled = ignoredEvents.install
+		go r.Run(ctx)
 	}
 
 	// The fence: everything that sends or writes for the leader runs under

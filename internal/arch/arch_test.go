@@ -54,6 +54,7 @@ var allowed = map[string][]string{
 	"internal/preflight":    {"internal/kube", "watcher"},
 	"internal/intake":       {"config", "internal/incident", "internal/ratelog", "internal/rules", "watcher"},
 	"internal/term":         {"handlers", "internal/fence", "internal/incident", "sinks"},
+	"internal/reload":       {"config", "handlers", "internal/route", "internal/rules", "internal/slackact"},
 }
 
 func TestImportGraph(t *testing.T) {
