@@ -2,18 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
-	"log"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,7 +11,6 @@ import (
 	"github.com/herald-k8s/herald/handlers"
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/intake"
-	"github.com/herald-k8s/herald/internal/ratelog"
 	"github.com/herald-k8s/herald/watcher"
 )
 
@@ -32,8 +21,7 @@ type alertIntake struct {
 	cfg      *config.AlertmanagerIntake
 	store    *intake.Store
 	receiver *intake.Receiver
-	srv      *http.Server
-	addr     net.Addr
+	srv      *intake.Server
 }
 
 // newAlertIntake listens on the receiver's address (nil, nil when the
@@ -59,69 +47,12 @@ func newAlertIntake(cfg *config.Config, w *watcher.Watcher, logger *slog.Logger,
 		Config: in, Token: token, ClientCerts: in.TLS != nil && in.TLS.ClientCAFile != "", Store: store, Sinks: sinkNames, Logger: logger, Metrics: intake.NewMetrics(reg),
 		Watched: func(kind string) bool { return slices.Contains(w.Kinds(), kind) },
 	})
-	tlsConfig, err := intakeTLS(in.TLS)
-	if err != nil {
-		return nil, fmt.Errorf("intake.alertmanager.tls: %w", err)
-	}
-	ln, err := net.Listen("tcp", in.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("intake.alertmanager.listen: %w", err)
-	}
-	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/", a.receiver)
-	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
-		ErrorLog: log.New(connErrors{logger, ratelog.New(time.Minute, time.Now)}, "", 0)}
-	a.addr = ln.Addr()
-	go func() {
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("the Alertmanager receiver stopped", "error", err)
-		}
-	}()
-	logger.Info("Alertmanager receiver listening", "addr", a.addr.String(), "tls", tlsConfig != nil)
-	return a, nil
-}
-
-// connErrors logs the HTTP server's own errors (failed TLS handshakes,
-// malformed requests) at most once a minute: anyone who can reach the
-// port can cause them.
-type connErrors struct {
-	logger *slog.Logger
-	limit  *ratelog.Limiter
-}
-
-func (c connErrors) Write(p []byte) (int, error) {
-	if n, ok := c.limit.Allow("conn"); ok {
-		c.logger.Warn("Alertmanager receiver: a connection failed", "error", strings.TrimSpace(string(p)), "failuresSinceLastLog", n)
-	}
-	return len(p), nil
-}
-
-// intakeTLS is the receiver's TLS: its certificate and, with a client CA,
-// a client certificate signed by it required of every connection.
-func intakeTLS(t *config.ServerTLS) (*tls.Config, error) {
-	if t == nil {
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	var err error
+	a.srv, err = intake.Listen(in.Listen, in.TLS, a.receiver, logger)
 	if err != nil {
 		return nil, err
 	}
-	c := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if t.ClientCAFile != "" {
-		pem, err := os.ReadFile(t.ClientCAFile)
-		if err != nil {
-			return nil, err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("no certificate in %s", t.ClientCAFile)
-		}
-		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
-	}
-	return c, nil
+	return a, nil
 }
 
 // seed gives a new leader the alerts its ledger holds open.
