@@ -7,6 +7,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -58,13 +59,16 @@ type Options struct {
 	// heap figure is then the heap allocated, garbage included): the RSS
 	// of herald as a cluster runs it.
 	NoPprof bool
+	// Idle is how long herald's idle CPU is measured, and before that
+	// profiled (default IdleWindow).
+	Idle time.Duration
 	// Dir receives the report (bench.json), profiles and herald's logs.
 	Dir  string
 	Logf func(format string, args ...any)
 }
 
-// IdleWindow is how long herald's idle CPU is measured (and then
-// profiled).
+// IdleWindow is how long herald's idle CPU is measured (and before that
+// profiled), unless Options.Idle says otherwise.
 const IdleWindow = 15 * time.Second
 
 // Patchers is how many goroutines send status patches, for r_max and the
@@ -249,7 +253,7 @@ func (r *run) churn(ctx context.Context) error {
 	if err := h.waitWorking(5 * time.Minute); err != nil {
 		return err
 	}
-	if r.report.IdleCPU, err = h.idle(IdleWindow, filepath.Join(r.opts.Dir, "cpu-idle.pprof")); err != nil {
+	if r.report.IdleCPU, err = h.idle(cmp.Or(r.opts.Idle, IdleWindow), filepath.Join(r.opts.Dir, "cpu-idle.pprof")); err != nil {
 		return err
 	}
 	r.opts.Logf("bench: idle on %d pods: %.2f%% of a core", r.pods.n, 100*r.report.IdleCPU)
