@@ -268,20 +268,25 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		}
 	}()
 	if *reloadInterval > 0 {
-		r := reload.New(*configPath, *reloadInterval, cfg, ctrl, logger, reg)
-		r.Compile = func(path string, data []byte) (*config.Config, *rules.Set, error) {
-			return compileConfig(path, func(path string) (*config.Config, error) { return config.Parse(path, data) })
+		r, err := reload.New(reload.Options{Path: *configPath, Interval: *reloadInterval, Current: cfg, Controller: ctrl, Logger: logger, Registerer: reg,
+			Compile: func(path string, data []byte) (*config.Config, *rules.Set, error) {
+				return compileConfig(path, func(path string) (*config.Config, error) { return config.Parse(path, data) })
+			},
+			ReplaceSinks: func(next *config.Config) error {
+				lanes, _, err := buildSinks(next, out, tracker, identity, logger)
+				if err != nil {
+					return err
+				}
+				dispatcher.Replace(lanes)
+				return nil
+			},
+			Applied:  muter.Configure,
+			Compiled: ignoredEvents.install,
+		})
+		if err != nil {
+			logger.Error("setting up the configuration reload", "error", err)
+			return 1
 		}
-		r.ReplaceSinks = func(next *config.Config) error {
-			lanes, _, err := buildSinks(next, out, tracker, identity, logger)
-			if err != nil {
-				return err
-			}
-			dispatcher.Replace(lanes)
-			return nil
-		}
-		r.Applied = muter.Configure
-		r.Compiled = ignoredEvents.install
 		go r.Run(ctx)
 	}
 

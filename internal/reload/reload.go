@@ -28,17 +28,16 @@ import (
 	"github.com/herald-k8s/herald/internal/slackact"
 )
 
-// Loop checks the file every interval and applies a change once its
-// writer is done.
-type Loop struct {
-	path     string
-	interval time.Duration
-	current  *config.Config
-	ctrl     *handlers.Controller
-	logger   *slog.Logger
-	ok       prometheus.Gauge
-	failures prometheus.Counter
-
+// Options are what a Loop needs; Compile and ReplaceSinks are required.
+type Options struct {
+	Path     string
+	Interval time.Duration
+	// Current is the configuration in force at start.
+	Current    *config.Config
+	Controller *handlers.Controller
+	Logger     *slog.Logger
+	// Registerer takes the loop's two metrics.
+	Registerer prometheus.Registerer
 	// Compile loads and checks a content of the file as herald validate
 	// does (the path is for its errors' positions).
 	Compile func(path string, data []byte) (*config.Config, *rules.Set, error)
@@ -53,23 +52,34 @@ type Loop struct {
 	Compiled func(*rules.Set)
 }
 
-// New is a loop for the file at path, whose configuration in force is
-// current; its two metrics are registered with reg.
-func New(path string, interval time.Duration, current *config.Config, ctrl *handlers.Controller, logger *slog.Logger, reg prometheus.Registerer) *Loop {
-	l := &Loop{path: path, interval: interval, current: current, ctrl: ctrl, logger: logger,
+// Loop checks the file every interval and applies a change once its
+// writer is done.
+type Loop struct {
+	o        Options
+	current  *config.Config
+	ok       prometheus.Gauge
+	failures prometheus.Counter
+}
+
+// New is a loop for the file at o.Path; its metrics are registered.
+func New(o Options) (*Loop, error) {
+	if o.Compile == nil || o.ReplaceSinks == nil || o.Current == nil || o.Controller == nil || o.Interval <= 0 {
+		return nil, fmt.Errorf("reload: Compile, ReplaceSinks, Current, Controller and a positive Interval are required")
+	}
+	l := &Loop{o: o, current: o.Current,
 		ok:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_config_last_reload_successful", Help: "1 if the last configuration change was applied, 0 if it was rejected."}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_config_reload_failures_total", Help: "Configuration changes rejected (their errors are logged)."}),
 	}
 	l.ok.Set(1)
-	reg.MustRegister(l.ok, l.failures)
-	return l
+	o.Registerer.MustRegister(l.ok, l.failures)
+	return l, nil
 }
 
 // Run checks the file until ctx ends.
 func (l *Loop) Run(ctx context.Context) {
-	data, _ := os.ReadFile(l.path)
+	data, _ := os.ReadFile(l.o.Path)
 	change := steadyChange{last: contentHash(data)}
-	tick := time.NewTicker(l.interval)
+	tick := time.NewTicker(l.o.Interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -78,7 +88,7 @@ func (l *Loop) Run(ctx context.Context) {
 		case <-tick.C:
 		}
 		// Read once: what is applied is exactly what was checked.
-		data, err := os.ReadFile(l.path)
+		data, err := os.ReadFile(l.o.Path)
 		if err != nil {
 			data = nil
 		}
@@ -88,8 +98,8 @@ func (l *Loop) Run(ctx context.Context) {
 		if err := l.apply(ctx, data); err != nil {
 			l.ok.Set(0)
 			l.failures.Inc()
-			l.logger.Error("configuration change rejected; the previous configuration keeps running",
-				"config", l.path, "errors", strings.Split(err.Error(), "\n"))
+			l.o.Logger.Error("configuration change rejected; the previous configuration keeps running",
+				"config", l.o.Path, "errors", strings.Split(err.Error(), "\n"))
 			continue
 		}
 		l.ok.Set(1)
@@ -134,34 +144,34 @@ func contentHash(data []byte) []byte {
 // apply loads and compiles data, the file's content; what cannot change
 // at run time rejects the change as a whole, so it never half-applies.
 func (l *Loop) apply(ctx context.Context, data []byte) error {
-	cfg, set, err := l.Compile(l.path, data)
+	cfg, set, err := l.o.Compile(l.o.Path, data)
 	if err != nil {
 		return err
 	}
-	if l.Compiled != nil {
-		l.Compiled(set)
+	if l.o.Compiled != nil {
+		l.o.Compiled(set)
 	}
 	if fixed := builtAtStart(l.current, cfg); len(fixed) > 0 {
 		return fmt.Errorf("%s changed: these take effect at a restart (roll the pods); rules and sinks can change at run time", strings.Join(fixed, ", "))
 	}
 	// Sinks first, so that the new rules find the sinks they name.
 	if !reflect.DeepEqual(cfg.Sinks, l.current.Sinks) {
-		if err := l.ReplaceSinks(cfg); err != nil {
+		if err := l.o.ReplaceSinks(cfg); err != nil {
 			return err
 		}
 	}
 	// The routes first, so the objects Reload queues are routed anew;
 	// back to the old ones if the rules cannot go in.
-	l.ctrl.SetRoutes(routesOf(cfg))
-	if err := l.ctrl.Reload(ctx, set, changedRules(l.current, cfg)); err != nil {
-		l.ctrl.SetRoutes(routesOf(l.current))
+	l.o.Controller.SetRoutes(routesOf(cfg))
+	if err := l.o.Controller.Reload(ctx, set, changedRules(l.current, cfg)); err != nil {
+		l.o.Controller.SetRoutes(routesOf(l.current))
 		return err
 	}
 	l.current = cfg
-	if l.Applied != nil {
-		l.Applied(cfg)
+	if l.o.Applied != nil {
+		l.o.Applied(cfg)
 	}
-	l.logger.Info("configuration reloaded", "config", l.path, "rules", len(cfg.Rules))
+	l.o.Logger.Info("configuration reloaded", "config", l.o.Path, "rules", len(cfg.Rules))
 	return nil
 }
 

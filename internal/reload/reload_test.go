@@ -2,8 +2,10 @@ package reload
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/herald-k8s/herald/config"
 )
@@ -44,33 +46,55 @@ func TestAChangeIsAppliedOnceItsWriterIsDone(t *testing.T) {
 // is named when it changes, and rules and sinks are not.
 func TestWhatIsBuiltAtStartRefusesTheChange(t *testing.T) {
 	t.Parallel()
-	parse := func(doc string) *config.Config {
+	const (
+		rules = "rules:\n  - {name: crash, kind: Pod, detector: %s, sinks: [%s]}\n"
+		sinks = "sinks:\n  - {name: %s, stdout: {}}\n" +
+			"  - name: chat\n    slack:\n      token: {value: xoxb-reload-test, allowPlaintext: true}\n      channel: \"#alerts\"\n" +
+			"      interactive:\n        appToken: {value: xapp-1-A0RELOAD-1-0123abcd, allowPlaintext: true}\n" +
+			"        allow: [{namespaces: [default], silence: [%s]}]\n"
+		intake = "intake:\n  alertmanager: {listen: \"127.0.0.1:9094\", token: {value: %s, allowPlaintext: true}}\n"
+	)
+	// doc is a configuration: its rule's detector and sink, who may
+	// press Silence, the receiver's token, and what else it says.
+	doc := func(detector, sink, presser, token, extra string) *config.Config {
 		t.Helper()
-		cfg, err := config.Parse("herald.yaml", []byte(doc))
+		text := fmt.Sprintf(rules, detector, sink) + fmt.Sprintf(sinks, sink, presser) + fmt.Sprintf(intake, token) + extra
+		cfg, err := config.Parse("herald.yaml", []byte(text))
 		if err != nil {
-			t.Fatalf("%s: %v", doc, err)
+			t.Fatalf("%s: %v", text, err)
 		}
 		return cfg
 	}
-	const base = "rules:\n  - {name: crash, kind: Pod, detector: crashloop, sinks: [out]}\nsinks:\n  - {name: out, stdout: {}}\n"
-	old := parse(base)
-	for extra, want := range map[string][]string{
-		"":                                  nil,
-		"workers: 9\n":                      {"workers"},
-		"incidents: {startup: notify}\n":    {"incidents"},
-		"context: {wait: 3s}\n":             {"context"},
-		"workers: 3\ncontext: {wait: 3s}\n": {"workers", "context"},
+	old := doc("crashloop", "out", "U0ANA1", "token-one-0123456789", "")
+	for name, tc := range map[string]struct {
+		cur  *config.Config
+		want []string
+	}{
+		"nothing":   {doc("crashloop", "out", "U0ANA1", "token-one-0123456789", ""), nil},
+		"workers":   {doc("crashloop", "out", "U0ANA1", "token-one-0123456789", "workers: 9\n"), []string{"workers"}},
+		"incidents": {doc("crashloop", "out", "U0ANA1", "token-one-0123456789", "incidents: {startup: notify}\n"), []string{"incidents"}},
+		"context":   {doc("crashloop", "out", "U0ANA1", "token-one-0123456789", "context: {wait: 3s}\n"), []string{"context"}},
+		"two":       {doc("crashloop", "out", "U0ANA1", "token-one-0123456789", "workers: 3\ncontext: {wait: 3s}\n"), []string{"workers", "context"}},
+		// Another person allowed to press a button; a new token.
+		"buttons": {doc("crashloop", "out", "U0BOB2", "token-one-0123456789", ""), []string{"slack.interactive"}},
+		"intake":  {doc("crashloop", "out", "U0ANA1", "token-two-0123456789", ""), []string{"intake"}},
+		// Rules and sinks change at run time.
+		"rules and sinks": {doc("oomkilled", "out2", "U0ANA1", "token-one-0123456789", ""), nil},
 	} {
-		if got := builtAtStart(old, parse(base+extra)); !slices.Equal(got, want) {
-			t.Errorf("with %q: %q, want %q", extra, got, want)
+		if got := builtAtStart(old, tc.cur); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", name, got, tc.want)
 		}
 	}
-	// Rules and sinks change at run time.
-	other := parse("rules:\n  - {name: crash, kind: Pod, detector: oomkilled, sinks: [out2]}\nsinks:\n  - {name: out2, stdout: {}}\n")
-	if got := builtAtStart(old, other); got != nil {
-		t.Errorf("rules and sinks changed: %q, want nothing", got)
-	}
-	if got := changedRules(old, other); !got["crash"] || len(got) != 1 {
+	if got := changedRules(old, doc("oomkilled", "out", "U0ANA1", "token-one-0123456789", "")); !got["crash"] || len(got) != 1 {
 		t.Errorf("changed rules: %v, want crash alone", got)
+	}
+}
+
+// TestNewRequiresItsHooks: a loop without a way to compile or to replace
+// the sinks is refused at start, not a panic at the first change.
+func TestNewRequiresItsHooks(t *testing.T) {
+	t.Parallel()
+	if _, err := New(Options{Path: "herald.yaml", Interval: time.Second}); err == nil {
+		t.Error("a loop with nothing to compile with was made")
 	}
 }
