@@ -24,9 +24,9 @@ import (
 )
 
 // TestListenRequiresTheClientCAsCertificate: with a client CA, a
-// connection without a certificate, or with one another CA signed,
-// fails in the handshake and never reaches the receiver; one the CA
-// signed does.
+// connection without a certificate, with one another CA signed, or over
+// TLS 1.1 fails in the handshake and never reaches the receiver; one the
+// CA signed does.
 func TestListenRequiresTheClientCAsCertificate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -43,8 +43,17 @@ func TestListenRequiresTheClientCAsCertificate(t *testing.T) {
 	defer s.Close()
 	roots := x509.NewCertPool()
 	roots.AddCert(serverCA.cert)
-	post := func(client []tls.Certificate) error {
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: client}}}
+	// post presents client whatever CAs the server asks for (Go's client
+	// would not offer a certificate whose issuer the server did not
+	// name, and the stranger's would never be sent).
+	post := func(client *tls.Certificate, version uint16) error {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: min(version, tls.VersionTLS12), MaxVersion: version,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+				if client == nil {
+					return &tls.Certificate{}, nil
+				}
+				return client, nil
+			}}}}
 		resp, err := c.Post("https://"+s.Addr().String()+"/", "application/json", strings.NewReader("{}"))
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
@@ -52,16 +61,21 @@ func TestListenRequiresTheClientCAsCertificate(t *testing.T) {
 		}
 		return err
 	}
-	if err := post(nil); err == nil {
+	if err := post(nil, 0); err == nil {
 		t.Error("a client without a certificate was served")
 	}
-	if err := post([]tls.Certificate{otherCA.pair(t, dir, "stranger")}); err == nil {
+	stranger := otherCA.pair(t, dir, "stranger")
+	if err := post(&stranger, 0); err == nil {
 		t.Error("a client whose certificate another CA signed was served")
+	}
+	alertmanager := clientCA.pair(t, dir, "alertmanager")
+	if err := post(&alertmanager, tls.VersionTLS11); err == nil {
+		t.Error("TLS 1.1 was served")
 	}
 	if n := reached.Load(); n != 0 {
 		t.Fatalf("the receiver was reached %d times by refused clients", n)
 	}
-	if err := post([]tls.Certificate{clientCA.pair(t, dir, "alertmanager")}); err != nil {
+	if err := post(&alertmanager, 0); err != nil {
 		t.Fatalf("the client CA's client: %v", err)
 	}
 	if n := reached.Load(); n != 1 {
