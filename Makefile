@@ -40,7 +40,8 @@ vet:
 # tests run side by side too, paced by their own weights
 # (cmd/herald/parallel_test.go); the real node's run all at once
 # (internal/realnode/main_test.go). TEST_PARALLEL only has to let them
-# all ask; no other package marks tests t.Parallel().
+# all ask; elsewhere only a few unit tests of a second or less are
+# marked t.Parallel().
 TEST_P ?= 3
 TEST_PARALLEL ?= 100
 # internal/bench runs after them, beside nothing but make fuzz at the

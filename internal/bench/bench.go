@@ -60,7 +60,8 @@ type Options struct {
 	// of herald as a cluster runs it.
 	NoPprof bool
 	// Idle is how long herald's idle CPU is measured, and before that
-	// profiled (default IdleWindow).
+	// profiled (default IdleWindow; at least a second: the profile is
+	// asked for in whole seconds).
 	Idle time.Duration
 	// Dir receives the report (bench.json), profiles and herald's logs.
 	Dir  string
@@ -253,7 +254,7 @@ func (r *run) churn(ctx context.Context) error {
 	if err := h.waitWorking(5 * time.Minute); err != nil {
 		return err
 	}
-	if r.report.IdleCPU, err = h.idle(cmp.Or(r.opts.Idle, IdleWindow), filepath.Join(r.opts.Dir, "cpu-idle.pprof")); err != nil {
+	if r.report.IdleCPU, err = h.idle(max(cmp.Or(r.opts.Idle, IdleWindow), time.Second), filepath.Join(r.opts.Dir, "cpu-idle.pprof")); err != nil {
 		return err
 	}
 	r.opts.Logf("bench: idle on %d pods: %.2f%% of a core", r.pods.n, 100*r.report.IdleCPU)
