@@ -193,6 +193,13 @@ func (e *Env) startNode(ctx context.Context, p *nodePlan, bins Binaries, logf fu
 	if err := n.waitReady(ctx, client, corev1.ConditionTrue, 90*time.Second); err != nil {
 		return n, fmt.Errorf("node %s did not become Ready: %w", n.Name, err)
 	}
+	// The API server refuses a pod whose namespace has no default
+	// ServiceAccount yet ("error looking up service account"). The
+	// controller-manager makes it soon after it starts, but beside a
+	// busy suite once only after the node was Ready.
+	if err := waitDefaultServiceAccount(ctx, client, "default", 60*time.Second); err != nil {
+		return n, fmt.Errorf("node %s: the controller-manager made no default ServiceAccount: %w", n.Name, err)
+	}
 	logf("testenv: node %s (%s) Ready in %s: kubelet %s, kube-proxy, containerd, kube-scheduler, kube-controller-manager", n.Name, n.IP, time.Since(start).Round(100*time.Millisecond), KubeVersion)
 	return n, nil
 }
@@ -230,6 +237,15 @@ func (n *Node) waitReady(ctx context.Context, client kubernetes.Interface, want 
 			}
 		}
 		return false, nil
+	})
+}
+
+// waitDefaultServiceAccount waits until namespace has its default
+// ServiceAccount, which pods that name none run as.
+func waitDefaultServiceAccount(ctx context.Context, client kubernetes.Interface, namespace string, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
 	})
 }
 
