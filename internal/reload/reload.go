@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
 
 	"github.com/herald-k8s/herald/config"
 	"github.com/herald-k8s/herald/handlers"
@@ -200,10 +201,23 @@ func builtAtStart(old, cur *config.Config) []string {
 		fixed = append(fixed, "slack.interactive")
 	}
 	// The receiver listens from the start, with its token read then.
-	if !reflect.DeepEqual(cur.Intake, old.Intake) {
+	// Compared as written, not with the token each parse read: a token
+	// file rotated in place would otherwise make every later change of
+	// the file refused, rules and sinks too.
+	if asWritten(cur.Intake) != asWritten(old.Intake) {
 		fixed = append(fixed, "intake")
 	}
 	return fixed
+}
+
+// asWritten is a setting as the file gives it: where its secrets come
+// from, not their values (which the YAML form leaves out).
+func asWritten(v any) string {
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("unmarshalable: %v", err) // never equal to a good one
+	}
+	return string(out)
 }
 
 // routesOf compiles the routes of a configuration Compile accepted (so

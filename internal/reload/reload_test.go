@@ -3,6 +3,8 @@ package reload
 import (
 	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -87,6 +89,31 @@ func TestWhatIsBuiltAtStartRefusesTheChange(t *testing.T) {
 	}
 	if got := changedRules(old, doc("oomkilled", "out", "U0ANA1", "token-one-0123456789", "")); !got["crash"] || len(got) != 1 {
 		t.Errorf("changed rules: %v, want crash alone", got)
+	}
+}
+
+// TestARotatedTokenIsNoChange: the receiver's token file rewritten with a
+// new token (a Secret rotated) does not make the next change of the
+// configuration a change of the receiver, which would refuse it whole.
+func TestARotatedTokenIsNoChange(t *testing.T) {
+	t.Parallel()
+	token := filepath.Join(t.TempDir(), "token")
+	doc := func(secret, extra string) *config.Config {
+		t.Helper()
+		if err := os.WriteFile(token, []byte(secret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		text := fmt.Sprintf("intake:\n  alertmanager: {listen: \"127.0.0.1:9094\", token: {file: %q}}\n", token) +
+			"rules:\n  - {name: crash, kind: Pod, detector: crashloop, sinks: [out]}\nsinks:\n  - {name: out, stdout: {}}\n" + extra
+		cfg, err := config.Parse("herald.yaml", []byte(text))
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		return cfg
+	}
+	old := doc("token-one-0123456789", "")
+	if got := builtAtStart(old, doc("token-two-0123456789", "routes: []\n")); got != nil {
+		t.Errorf("the token rotated, then a change: %q, want nothing built at start changed", got)
 	}
 }
 
