@@ -99,6 +99,27 @@ func TestIntakeValues(t *testing.T) {
 		}
 	}
 
+	// A CA of its own for Alertmanager's certificate: its ca.crt alone,
+	// mounted apart from herald's certificate.
+	own := append(slices.Clone(intakeArgs[:4]), "--set", "intake.alertmanager.tls.clientCASecret=alertmanager-client-ca")
+	rendered(t, "ConfigMap", "herald", &cm, own...)
+	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if f := cfg.Intake.Alertmanager.TLS.ClientCAFile; f != "/var/run/secrets/herald/intake-client-ca/ca.crt" {
+		t.Errorf("clientCASecret: the client CA file is %q", f)
+	}
+	var d2 appsv1.Deployment
+	rendered(t, "Deployment", "herald", &d2, own...)
+	if !slices.ContainsFunc(d2.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == "intake-client-ca" && v.Secret != nil && v.Secret.SecretName == "alertmanager-client-ca" &&
+			slices.Equal(v.Secret.Items, []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}})
+	}) || !slices.ContainsFunc(d2.Spec.Template.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "intake-client-ca" && m.MountPath == "/var/run/secrets/herald/intake-client-ca" && m.ReadOnly
+	}) {
+		t.Errorf("clientCASecret: its ca.crt is not mounted alone and read-only: %+v", d2.Spec.Template.Spec.Volumes)
+	}
+
 	checksum := func(args ...string) string {
 		var d appsv1.Deployment
 		rendered(t, "Deployment", "herald", &d, args...)
@@ -123,6 +144,9 @@ func TestIntakeRefused(t *testing.T) {
 		// The schema's refusal names the value.
 		{[]string{"--set", "intake.alertmanager.existingSecret="}, "at '/intake/alertmanager/existingSecret': '' does not match pattern"},
 		{[]string{"--set-json", `config.intake={"alertmanager":{"listen":":9095","token":{"file":"/t"}}}`}, "give the receiver in one place"},
+		{[]string{"--set", "intake.alertmanager.tls.clientCASecret=ca"}, "clientCASecret needs intake.alertmanager.tls.existingSecret"},
+		{[]string{"--set", "intake.alertmanager.tls.existingSecret=tls", "--set", "intake.alertmanager.tls.clientCASecret=ca", "--set", "intake.alertmanager.tls.clientCA=true"}, "give the client CA in one place"},
+		{[]string{"--set-json", `secrets=[{"name":"intake-tls","existingSecret":"x"}]`}, "the name intake-tls is the Alertmanager receiver's mount"},
 	} {
 		out, err := helm(t, append([]string{"template", "herald", chartDir, "--kube-version", "1.36.0", "--set", "intake.alertmanager.enabled=true"}, tt.args...)...)
 		if err == nil || !strings.Contains(out, tt.want) {

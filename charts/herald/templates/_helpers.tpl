@@ -130,10 +130,19 @@ the mounted app-level token and the allow list). */}}
 {{- end -}}
 {{- $_ := set $am "token" (dict "file" (printf "%s/token" (include "herald.intakeTokenDir" $))) -}}
 {{- $tls := $intake.tls | default dict -}}
+{{- if and $tls.clientCASecret (not $tls.existingSecret) -}}
+{{- fail "intake.alertmanager.tls.clientCASecret needs intake.alertmanager.tls.existingSecret: client certificates are checked over HTTPS" -}}
+{{- end -}}
+{{- if and $tls.clientCASecret $tls.clientCA -}}
+{{- fail "intake.alertmanager.tls: clientCA and clientCASecret are both set: give the client CA in one place (clientCASecret, a CA that signs only Alertmanager's certificate, is the safer)" -}}
+{{- end -}}
 {{- if $tls.existingSecret -}}
 {{- $t := dict "certFile" (printf "%s/tls.crt" (include "herald.intakeTLSDir" $)) "keyFile" (printf "%s/tls.key" (include "herald.intakeTLSDir" $)) -}}
 {{- if $tls.clientCA -}}
 {{- $_ := set $t "clientCAFile" (printf "%s/ca.crt" (include "herald.intakeTLSDir" $)) -}}
+{{- end -}}
+{{- if $tls.clientCASecret -}}
+{{- $_ := set $t "clientCAFile" (printf "%s/ca.crt" (include "herald.intakeClientCADir" $)) -}}
 {{- end -}}
 {{- $_ := set $am "tls" $t -}}
 {{- end -}}
@@ -147,6 +156,10 @@ the mounted app-level token and the allow list). */}}
 
 {{/* Where the intake's certificate (intake.alertmanager.tls) is mounted. */}}
 {{- define "herald.intakeTLSDir" -}}/var/run/secrets/herald/intake-tls{{- end -}}
+
+{{/* Where the CA of Alertmanager's client certificate
+(intake.alertmanager.tls.clientCASecret) is mounted. */}}
+{{- define "herald.intakeClientCADir" -}}/var/run/secrets/herald/intake-client-ca{{- end -}}
 
 {{/* Where the Slack app-level token (slack.interactive) is mounted. */}}
 {{- define "herald.appTokenDir" -}}/var/run/secrets/herald/slack-interactive{{- end -}}
