@@ -2,85 +2,19 @@ package nats
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/herald-k8s/herald/internal/testpki"
 	"github.com/herald-k8s/herald/sinks"
 )
-
-// pki is a CA and the certificates it signed, as PEM files in dir.
-type pki struct {
-	dir    string
-	cert   *x509.Certificate
-	key    *ecdsa.PrivateKey
-	caFile string
-}
-
-func newCA(t *testing.T, dir, name string) *pki {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	p := &pki{dir: dir, cert: cert, key: key, caFile: filepath.Join(dir, name+"-ca.pem")}
-	writePEM(t, p.caFile, "CERTIFICATE", der)
-	return p
-}
-
-// issue signs a certificate for a server (127.0.0.1) or a client, and
-// returns its certificate and key files.
-func (p *pki) issue(t *testing.T, name string, server bool) (certFile, keyFile string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	certFile, keyFile = filepath.Join(p.dir, name+".pem"), filepath.Join(p.dir, name+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
-	return certFile, keyFile
-}
-
-func writePEM(t *testing.T, file, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestTLSWithClientCertificates: a nats-server that requires TLS and a
 // client certificate from its CA. herald's sink, given the CA and a
@@ -90,12 +24,12 @@ func writePEM(t *testing.T, file, typ string, der []byte) {
 // is delivered and the send fails.
 func TestTLSWithClientCertificates(t *testing.T) {
 	dir := t.TempDir()
-	ca, other := newCA(t, dir, "herald-test"), newCA(t, dir, "stranger")
-	serverCert, serverKey := ca.issue(t, "nats-server", true)
-	clientCert, clientKey := ca.issue(t, "herald-client", false)
-	strangerCert, strangerKey := other.issue(t, "stranger-client", false)
+	ca, other := testpki.New(t, dir, "herald-test"), testpki.New(t, dir, "stranger")
+	serverCert, serverKey := ca.Issue(t, "nats-server", true)
+	clientCert, clientKey := ca.Issue(t, "herald-client", false)
+	strangerCert, strangerKey := other.Issue(t, "stranger-client", false)
 
-	tlsCfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: serverCert, KeyFile: serverKey, CaFile: ca.caFile, Verify: true})
+	tlsCfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: serverCert, KeyFile: serverKey, CaFile: ca.CAFile, Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +51,7 @@ func TestTLSWithClientCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AddCert(ca.Cert)
 	sub, err := nats.Connect(url, nats.Secure(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{subCert}, MinVersion: tls.VersionTLS12}))
 	if err != nil {
 		t.Fatalf("the test's own subscriber cannot connect: %v", err)
@@ -163,7 +97,7 @@ func TestTLSWithClientCertificates(t *testing.T) {
 		}
 	}
 
-	if err := send(sinks.TLSOptions{CAFile: ca.caFile, CertFile: clientCert, KeyFile: clientKey}); err != nil {
+	if err := send(sinks.TLSOptions{CAFile: ca.CAFile, CertFile: clientCert, KeyFile: clientKey}); err != nil {
 		t.Fatalf("with the CA and a client certificate: %v", err)
 	}
 	select {
@@ -182,9 +116,9 @@ func TestTLSWithClientCertificates(t *testing.T) {
 		name string
 		opts sinks.TLSOptions
 	}{
-		{"no client certificate", sinks.TLSOptions{CAFile: ca.caFile}},
-		{"a client certificate from another CA", sinks.TLSOptions{CAFile: ca.caFile, CertFile: strangerCert, KeyFile: strangerKey}},
-		{"trusting another CA", sinks.TLSOptions{CAFile: other.caFile, CertFile: clientCert, KeyFile: clientKey}},
+		{"no client certificate", sinks.TLSOptions{CAFile: ca.CAFile}},
+		{"a client certificate from another CA", sinks.TLSOptions{CAFile: ca.CAFile, CertFile: strangerCert, KeyFile: strangerKey}},
+		{"trusting another CA", sinks.TLSOptions{CAFile: other.CAFile, CertFile: clientCert, KeyFile: clientKey}},
 	} {
 		if err := send(tc.opts); err == nil {
 			t.Errorf("%s: the send succeeded", tc.name)
