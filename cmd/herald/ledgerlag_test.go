@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -46,10 +47,31 @@ func refuseLedgerWrites(t *testing.T, client kubernetes.Interface) (lift func())
 	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server puts a new policy in force a moment after it is
+	// created: a ledger write in between went through, and herald rightly
+	// let one more delivery go than the test counted.
+	created := time.Now()
+	if err := waitFor(30*time.Second, func() bool { return ledgerWriteRefused(client) }); err != nil {
+		t.Fatal("the policy never refused a ledger write")
+	}
+	t.Logf("the policy refused ledger writes %s after it was created", time.Since(created).Round(time.Millisecond))
 	return func() {
 		client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "no-ledger-writes", metav1.DeleteOptions{})
 		client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, "no-ledger-writes", metav1.DeleteOptions{})
+		if err := waitFor(30*time.Second, func() bool { return !ledgerWriteRefused(client) }); err != nil {
+			t.Fatal("ledger writes were still refused after the policy was lifted")
+		}
 	}
+}
+
+// ledgerWriteRefused says whether the API server refuses a ConfigMap
+// write labelled as herald's ledger now, asking with a dry run (admission
+// runs, nothing is stored).
+func ledgerWriteRefused(client kubernetes.Interface) bool {
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger-write-probe", Namespace: "default", Labels: map[string]string{"herald.io/ledger": "probe"}}}
+	_, err := client.CoreV1().ConfigMaps("default").Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	// (The policy's refusal is a 422 Invalid, its message says forbidden.)
+	return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'no-ledger-writes'")
 }
 
 // TestLedgerWritesRefusedPauseSending: the ledger's ConfigMap writes are
