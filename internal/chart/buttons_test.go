@@ -42,6 +42,15 @@ func rendered(t *testing.T, kind, name string, out any, args ...string) {
 	t.Fatalf("no %s %s rendered", kind, name)
 }
 
+// podAnnotation is the annotation key of herald's pod template, rendered
+// with args ("" when it has none).
+func podAnnotation(t *testing.T, key string, args ...string) string {
+	t.Helper()
+	var d appsv1.Deployment
+	rendered(t, "Deployment", "herald", &d, args...)
+	return d.Spec.Template.Annotations[key]
+}
+
 // heraldMay says whether herald's ServiceAccount (the chart's ClusterRole
 // and Role, both named herald) is granted verb on group/resource.
 func heraldMay(t *testing.T, group, resource, verb string, args ...string) bool {
@@ -144,11 +153,7 @@ func TestButtonsValues(t *testing.T) {
 		t.Errorf("the app-level token is not mounted read-only where the configuration reads it: %+v", d.Spec.Template.Spec.Containers[0].VolumeMounts)
 	}
 
-	checksum := func(args ...string) string {
-		var d appsv1.Deployment
-		rendered(t, "Deployment", "herald", &d, args...)
-		return d.Spec.Template.Annotations["checksum/slack-interactive"]
-	}
+	checksum := func(args ...string) string { return podAnnotation(t, "checksum/slack-interactive", args...) }
 	on := checksum(buttonsArgs...)
 	if on == "" || checksum() != "" {
 		t.Errorf("checksum/slack-interactive: %q with buttons, %q without; want one only with", on, checksum())

@@ -120,11 +120,7 @@ func TestIntakeValues(t *testing.T) {
 		t.Errorf("clientCASecret: its ca.crt is not mounted alone and read-only: %+v", d2.Spec.Template.Spec.Volumes)
 	}
 
-	checksum := func(args ...string) string {
-		var d appsv1.Deployment
-		rendered(t, "Deployment", "herald", &d, args...)
-		return d.Spec.Template.Annotations["checksum/intake"]
-	}
+	checksum := func(args ...string) string { return podAnnotation(t, "checksum/intake", args...) }
 	on := checksum(intakeArgs...)
 	if on == "" || checksum() != "" {
 		t.Errorf("checksum/intake: %q with the receiver, %q without; want one only with", on, checksum())
