@@ -56,6 +56,32 @@ type replica struct {
 	exitErr error
 }
 
+// state says whether the process still runs, and how it ended if not:
+// a replica that exited by itself (not killed by the test) explains
+// deliveries that never came, since nothing here restarts it.
+func (r *replica) state() string {
+	select {
+	case <-r.done:
+		if r.exitErr == nil {
+			return "exited with status 0"
+		}
+		return "exited: " + r.exitErr.Error()
+	default:
+		return "running"
+	}
+}
+
+// dumpGoroutines ends a running replica with SIGQUIT, so that its log
+// ends with what each goroutine was doing: a replica that runs but does
+// not deliver is stuck somewhere.
+func (r *replica) dumpGoroutines() {
+	r.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
 func (r *replica) logs() string {
 	b, _ := os.ReadFile(r.log)
 	return string(b)
@@ -305,8 +331,12 @@ func (h *loadHarness) checkWithin(want map[string]bool, timeout time.Duration) (
 			}
 		}
 		for i, r := range h.replicas {
+			state := r.state()
+			if state == "running" {
+				r.dumpGoroutines()
+			}
 			lines := strings.Split(strings.TrimSpace(r.logs()), "\n")
-			h.t.Logf("replica %d, last log lines:\n%s", i, strings.Join(lines[max(0, len(lines)-4000):], "\n"))
+			h.t.Logf("replica %d (%s), last log lines:\n%s", i, state, strings.Join(lines[max(0, len(lines)-4000):], "\n"))
 		}
 		h.t.Fatalf("%d of %d transitions never delivered, e.g. %v", missing(), len(want), missed)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,7 +43,10 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 	}
 	besideHeavy(t)
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d (kill times)", seed)
+	if s, err := strconv.ParseUint(os.Getenv("HERALD_KILL_SEED"), 10, 64); err == nil {
+		seed = s // a failed run's kill times again
+	}
+	t.Logf("seed %d (kill times; HERALD_KILL_SEED=%[1]d runs them again)", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	h := newLoadHarnessWith(t, harnessOptions{replicas: 1})
 	current := h.replicas[0]
