@@ -168,6 +168,8 @@ func Ended(inc incident.Incident) string {
 			return "every replica is available"
 		case "PVCPending":
 			return "the claim is bound"
+		case "AtMaxReplicas":
+			return "the autoscaler no longer wants more than its maximum"
 		}
 		return "the " + kind + " no longer has it"
 	}

@@ -56,18 +56,19 @@ func (k Key) cacheKey() string {
 // Resource returns the API resource of a built-in kind herald can watch.
 func Resource(kind string) (schema.GroupVersionResource, bool) {
 	gvr, ok := map[string]schema.GroupVersionResource{
-		"Pod":                   {Version: "v1", Resource: "pods"},
-		"Namespace":             {Version: "v1", Resource: "namespaces"},
-		"Secret":                {Version: "v1", Resource: "secrets"},
-		"Event":                 {Group: "events.k8s.io", Version: "v1", Resource: "events"},
-		"Node":                  {Version: "v1", Resource: "nodes"},
-		"PersistentVolumeClaim": {Version: "v1", Resource: "persistentvolumeclaims"},
-		"Deployment":            {Group: "apps", Version: "v1", Resource: "deployments"},
-		"StatefulSet":           {Group: "apps", Version: "v1", Resource: "statefulsets"},
-		"DaemonSet":             {Group: "apps", Version: "v1", Resource: "daemonsets"},
-		"ReplicaSet":            {Group: "apps", Version: "v1", Resource: "replicasets"},
-		"Job":                   {Group: "batch", Version: "v1", Resource: "jobs"},
-		"CronJob":               {Group: "batch", Version: "v1", Resource: "cronjobs"},
+		"Pod":                     {Version: "v1", Resource: "pods"},
+		"Namespace":               {Version: "v1", Resource: "namespaces"},
+		"Secret":                  {Version: "v1", Resource: "secrets"},
+		"Event":                   {Group: "events.k8s.io", Version: "v1", Resource: "events"},
+		"Node":                    {Version: "v1", Resource: "nodes"},
+		"PersistentVolumeClaim":   {Version: "v1", Resource: "persistentvolumeclaims"},
+		"Deployment":              {Group: "apps", Version: "v1", Resource: "deployments"},
+		"StatefulSet":             {Group: "apps", Version: "v1", Resource: "statefulsets"},
+		"DaemonSet":               {Group: "apps", Version: "v1", Resource: "daemonsets"},
+		"ReplicaSet":              {Group: "apps", Version: "v1", Resource: "replicasets"},
+		"Job":                     {Group: "batch", Version: "v1", Resource: "jobs"},
+		"CronJob":                 {Group: "batch", Version: "v1", Resource: "cronjobs"},
+		"HorizontalPodAutoscaler": {Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
 	}[kind]
 	return gvr, ok
 }

@@ -63,6 +63,8 @@ func Hint(inc incident.Incident) string {
 			return "The kubelet evicted the pod because its node was low on " + m[1] + ": set requests that reflect real use, or give the node more."
 		}
 		return "The kubelet evicted the pod under node pressure; the message says which resource."
+	case "AtMaxReplicas":
+		return "The workload needs more replicas than maxReplicas allows: raise maxReplicas (if the nodes have room), or find why each replica does less than before."
 	case "CrashLoopBackOff", "Restarting":
 		code, err := strconv.Atoi(f["exitCode"])
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,7 @@ func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, eventsv1.AddToScheme,
 		coordinationv1.AddToScheme, authnv1.AddToScheme, authzv1.AddToScheme,
+		autoscalingv2.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
@@ -55,6 +57,7 @@ var groups = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, batchv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 	authnv1.SchemeGroupVersion, authzv1.SchemeGroupVersion,
+	autoscalingv2.SchemeGroupVersion,
 }
 
 // Client reaches the API server for Scheme's groups over one HTTP client

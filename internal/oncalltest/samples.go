@@ -121,7 +121,8 @@ func Samples() []Sample {
 		"firing": "Firing", "updated": "Updated", "repeat": "Repeat (still firing)", "resolved": "Resolved",
 		"resolved-deleted": "Resolved: the object was deleted", "silenced": "Muted (silenced)", "unmuted": "Unmuted",
 		"grouped": "Grouped workload", "grouped-updated": "Grouped workload, updated", "image-pull": "Image pull", "config-error": "Missing Secret or ConfigMap",
-		"inhibiting": "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
+		"max-replicas": "Autoscaler at its maximum",
+		"inhibiting":   "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
 		"firing-buttons": "Firing, from a Slack app with buttons", "acknowledged": "Acknowledged",
 		"updated-acknowledged": "Updated, after an acknowledgement", "silenced-from-slack": "Muted from Slack",
 	}
@@ -232,6 +233,17 @@ func Samples() []Sample {
 		Sinks: []string{"chat"}, FirstSeen: sampleStart,
 	}
 	add("config-error", "a container whose configuration names a missing Secret, ConfigMap or key", note(cfg, incident.Firing, 1, at(time.Minute)))
+
+	hpa := incident.Incident{
+		ID: "4a5000000000max-1", Occurrence: 1, Fingerprint: "4a5000000000max", Rule: "hpa-max-replicas", Severity: "warning", Reason: "AtMaxReplicas",
+		Object: rules.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: "shop", Name: "checkout", UID: "h1"},
+		Facts: map[string]string{"maxReplicas": "10", "currentReplicas": "10", "scaleTarget": "Deployment/checkout",
+			"metrics": "cpu 92% (target 70%), http_requests_per_second 134 per pod (target 100 per pod)"},
+		Title: "AtMaxReplicas: HorizontalPodAutoscaler shop/checkout",
+		Text:  "AtMaxReplicas: HorizontalPodAutoscaler shop/checkout: at its maximum of 10 replicas and still over its target: cpu 92% (target 70%), http_requests_per_second 134 per pod (target 100 per pod)",
+		Sinks: []string{"chat"}, FirstSeen: sampleStart.Add(-15 * time.Minute),
+	}
+	add("max-replicas", "an autoscaler at its maximum for 15 min that still wants more: each metric beside its target", note(hpa, incident.Firing, 1, at(0)))
 
 	node := incident.Incident{
 		ID: "0de0000000000n7-1", Occurrence: 1, Fingerprint: "0de0000000000n7", Rule: "node-notready", Severity: "critical", Reason: "NodeNotReady",

@@ -105,8 +105,9 @@ var detectors = map[string]map[string]detectorSpec{
 		"node-not-ready": {detect: detectNodeNotReady, defaultFor: time.Minute},
 		"node-pressure":  {detect: detectNodePressure},
 	},
-	"PersistentVolumeClaim": {"pvc-pending": {detect: detectPVCPending, defaultFor: 5 * time.Minute}},
-	"Event":                 {"warning-events": {detect: detectWarningEvents, defaultThreshold: 1, defaultWindow: 15 * time.Minute, aboutRegarding: true}},
+	"PersistentVolumeClaim":   {"pvc-pending": {detect: detectPVCPending, defaultFor: 5 * time.Minute}},
+	"HorizontalPodAutoscaler": {"max-replicas": {detect: detectMaxReplicas, defaultFor: 15 * time.Minute}},
+	"Event":                   {"warning-events": {detect: detectWarningEvents, defaultThreshold: 1, defaultWindow: 15 * time.Minute, aboutRegarding: true}},
 }
 
 // Detectors lists the built-in detector names of kind (for docs and tests).

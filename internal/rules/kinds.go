@@ -14,18 +14,19 @@ import (
 // resources (a test keeps the two in step).
 func BuiltinKinds() map[string]string {
 	return map[string]string{
-		"Pod":                   "v1",
-		"Node":                  "v1",
-		"Namespace":             "v1",
-		"Secret":                "v1",
-		"PersistentVolumeClaim": "v1",
-		"Deployment":            "apps/v1",
-		"StatefulSet":           "apps/v1",
-		"DaemonSet":             "apps/v1",
-		"ReplicaSet":            "apps/v1",
-		"Job":                   "batch/v1",
-		"CronJob":               "batch/v1",
-		"Event":                 "events.k8s.io/v1",
+		"Pod":                     "v1",
+		"Node":                    "v1",
+		"Namespace":               "v1",
+		"Secret":                  "v1",
+		"PersistentVolumeClaim":   "v1",
+		"Deployment":              "apps/v1",
+		"StatefulSet":             "apps/v1",
+		"DaemonSet":               "apps/v1",
+		"ReplicaSet":              "apps/v1",
+		"Job":                     "batch/v1",
+		"CronJob":                 "batch/v1",
+		"Event":                   "events.k8s.io/v1",
+		"HorizontalPodAutoscaler": "autoscaling/v2",
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -40,6 +41,7 @@ func loadObject(t testing.TB, name string) runtime.Object {
 		"Pod": &corev1.Pod{}, "Node": &corev1.Node{}, "PersistentVolumeClaim": &corev1.PersistentVolumeClaim{},
 		"Deployment": &appsv1.Deployment{}, "StatefulSet": &appsv1.StatefulSet{}, "DaemonSet": &appsv1.DaemonSet{},
 		"Job": &batchv1.Job{}, "Event": &eventsv1.Event{},
+		"HorizontalPodAutoscaler": &autoscalingv2.HorizontalPodAutoscaler{},
 	}
 	obj, ok := objs[head.Kind]
 	if !ok {
@@ -160,6 +162,10 @@ func TestDetectors(t *testing.T) {
 		{"Node", "node-pressure", "", "node-notready.yaml", "MemoryPressure"},
 		{"Node", "node-pressure", "", "node-ok.yaml", ""},
 		{"PersistentVolumeClaim", "pvc-pending", "", "pvc-pending.yaml", "PVCPending"},
+		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-max.yaml", "AtMaxReplicas"},
+		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-max-under-target.yaml", ""},
+		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-min.yaml", ""},
+		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-scaling-up.yaml", ""},
 		{"Event", "warning-events", "", "event-backoff.yaml", "FailedMount"},
 		{"Event", "warning-events", ", threshold: 10", "event-backoff.yaml", ""},
 		{"Event", "warning-events", ", reasons: [BackOff]", "event-backoff.yaml", ""},
