@@ -87,6 +87,7 @@ var DefaultAgree = map[string]string{
 	"KubeJobFailed":              "JobFailed",
 	"KubeDeploymentRolloutStuck": "ProgressDeadlineExceeded",
 	"KubeNodeNotReady":           "NodeNotReady",
+	"KubeHpaMaxedOut":            "AtMaxReplicas",
 }
 
 // AlertKinds are the kinds an alert can be mapped to.
