@@ -16,6 +16,7 @@ internal/chart's TestChecksKnowEveryDetector holds it. */}}
   "Job" (list "cronjob-failed" "job-failed")
   "Node" (list "node-not-ready" "node-pressure")
   "PersistentVolumeClaim" (list "pvc-pending")
+  "HorizontalPodAutoscaler" (list "max-replicas")
   "Event" (list "warning-events") -}}
 {{- $duration := "^(0|([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$" -}}
 {{- $cfg := .Values.config | default dict -}}
