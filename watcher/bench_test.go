@@ -2,12 +2,17 @@ package watcher
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // realisticPod is about the size of a Deployment's pod in a real cluster
@@ -99,4 +104,85 @@ func BenchmarkCompactPod(b *testing.B) {
 			}
 		}
 	})
+}
+
+// realisticHPA is an autoscaler as a real cluster holds it: a CPU and a
+// per-pod metric, the controller's status with both metrics' values and
+// its three conditions, server-side apply's managedFields.
+func realisticHPA(i int) *autoscalingv2.HorizontalPodAutoscaler {
+	now := metav1.Now()
+	name := fmt.Sprintf("service-%05d", i)
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fmt.Sprintf("team-%03d", i%300), UID: types.UID(fmt.Sprintf("8c5f7a0e-0000-4000-8000-%012d", i)),
+			ResourceVersion: fmt.Sprint(100000 + i), CreationTimestamp: now, Labels: map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "Helm"},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling/v2", FieldsType: "FieldsV1",
+					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:maxReplicas":{},"f:metrics":{},"f:minReplicas":{},"f:scaleTargetRef":{}}}`)}},
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling/v2", FieldsType: "FieldsV1", Subresource: "status",
+					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{},"f:currentMetrics":{},"f:currentReplicas":{},"f:desiredReplicas":{}}}`)}},
+			}},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+			MinReplicas:    ptr.To[int32](2), MaxReplicas: 10,
+			Metrics: []autoscalingv2.MetricSpec{
+				{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](70)}}},
+				{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: "http_requests_per_second"},
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr.To(resource.MustParse("100"))}}},
+			},
+		},
+		Status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 4, DesiredReplicas: 4, LastScaleTime: &now,
+			CurrentMetrics: []autoscalingv2.MetricStatus{
+				{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{Name: corev1.ResourceCPU,
+					Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr.To[int32](55), AverageValue: ptr.To(resource.MustParse("275m"))}}},
+				{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricStatus{Metric: autoscalingv2.MetricIdentifier{Name: "http_requests_per_second"},
+					Current: autoscalingv2.MetricValueStatus{AverageValue: ptr.To(resource.MustParse("81"))}}},
+			},
+			Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{
+				{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "ReadyForNewScale", Message: "recommended size matches current size", LastTransitionTime: now},
+				{Type: autoscalingv2.ScalingActive, Status: corev1.ConditionTrue, Reason: "ValidMetricFound", Message: "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)", LastTransitionTime: now},
+				{Type: autoscalingv2.ScalingLimited, Status: corev1.ConditionFalse, Reason: "DesiredWithinRange", Message: "the desired count is within the acceptable range", LastTransitionTime: now},
+			}},
+	}
+}
+
+// BenchmarkHPACacheMemory: the heap that 10,000 autoscalers hold in an
+// informer's cache, decoded from protobuf as herald's client does and
+// kept as the max-replicas rule keeps them (bytes/object).
+func BenchmarkHPACacheMemory(b *testing.B) {
+	const objects = 10000
+	raws := make([][]byte, objects)
+	for i := range raws {
+		raw, err := realisticHPA(i).Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws[i] = raw
+	}
+	keep := Keep{} // a detector's rule: no CEL, no template
+	var perObject float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		for _, raw := range raws {
+			h := &autoscalingv2.HorizontalPodAutoscaler{}
+			if err := h.Unmarshal(raw); err != nil {
+				b.Fatal(err)
+			}
+			kept, err := keep.transform(h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := store.Add(kept); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perObject = float64(after.HeapAlloc-before.HeapAlloc) / objects
+		runtime.KeepAlive(store)
+	}
+	b.ReportMetric(perObject, "heap-B/object")
 }
