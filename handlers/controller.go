@@ -219,6 +219,9 @@ type assessment struct {
 	exists   bool
 	findings []rules.Finding
 	start    time.Time // the reconcile's, for its duration
+	// wake: look again after this long even if nothing changes
+	// (rules.Evaluation.Wake).
+	wake time.Duration
 }
 
 // assess reads the object from the cache and runs the rules on it.
@@ -255,7 +258,7 @@ func (c *Controller) assess(key watcher.Key) (assessment, error) {
 		findings = c.Alerts.Join(key, findings, set, c.isOpen)
 	}
 	c.route(obj, findings)
-	return assessment{exists: true, findings: findings, start: start}, nil
+	return assessment{exists: true, findings: findings, start: start, wake: ev.Wake}, nil
 }
 
 // track updates the object's incidents with what the rules found and
@@ -267,6 +270,9 @@ func (c *Controller) track(key watcher.Key, a assessment) []incident.Notificatio
 		notes, recheck = c.Incidents.Reconcile(key.String(), a.findings)
 	} else {
 		notes, recheck = c.Incidents.ReconcileGone(key.String())
+	}
+	if a.wake > 0 && (recheck == 0 || a.wake < recheck) {
+		recheck = a.wake
 	}
 	if recheck > 0 {
 		c.queue.AddAfter(key, recheck)

@@ -51,7 +51,12 @@ type Params struct {
 type Detector func(obj runtime.Object, p Params, now time.Time) ([]Detection, error)
 
 type detectorSpec struct {
-	detect           Detector
+	detect Detector
+	// wake, for a detector whose problem can begin by the passing of time
+	// alone (a CronJob's run comes due), says how long until the object,
+	// unchanged, could show it: the object is evaluated again then. 0:
+	// no such time.
+	wake             func(obj runtime.Object, p Params, now time.Time) time.Duration
 	defaultFor       time.Duration
 	defaultThreshold int
 	defaultWindow    time.Duration
@@ -101,6 +106,7 @@ var detectors = map[string]map[string]detectorSpec{
 		"job-failed":     {detect: detectJobFailed},
 		"cronjob-failed": {detect: detectCronJobFailed},
 	},
+	"CronJob": {"missed-schedule": {detect: detectMissedSchedule, wake: cronWake, defaultFor: 5 * time.Minute}},
 	"Node": {
 		"node-not-ready": {detect: detectNodeNotReady, defaultFor: time.Minute},
 		"node-pressure":  {detect: detectNodePressure},

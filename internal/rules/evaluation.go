@@ -17,6 +17,10 @@ type Evaluation struct {
 	// Excluded are findings the rules' exclude blocks dropped, for the
 	// caller to count (the reconcile loop) or show (herald test).
 	Excluded []Excluded
+	// Wake: evaluate the object again after this long, though it may not
+	// change, for a problem that can begin by the passing of time alone (a
+	// CronJob's run comes due and does not start). 0: no such time.
+	Wake time.Duration
 }
 
 // EvaluateWithExclusions is Evaluate that also says which findings the
@@ -37,6 +41,11 @@ func (s *Set) EvaluateWithExclusions(kind string, obj runtime.Object, now time.T
 		}
 		if r.params.aboutRegarding && regarding.distrusted(s, obj) {
 			continue
+		}
+		if r.wake != nil {
+			if w := r.wake(obj, r.params, now); w > 0 && (ev.Wake == 0 || w < ev.Wake) {
+				ev.Wake = w
+			}
 		}
 		found, err := r.evaluate(in, s.redactor)
 		if err != nil {

@@ -106,10 +106,12 @@ type Rule struct {
 	restartStep                  int
 	noContext, noLogs            bool
 	detector                     Detector
-	params                       Params
-	condition                    *condition
-	message                      *message
-	exclusion                    *exclusion // exclude.go
+	// wake: see detectorSpec.wake (nil for most detectors).
+	wake      func(obj runtime.Object, p Params, now time.Time) time.Duration
+	params    Params
+	condition *condition
+	message   *message
+	exclusion *exclusion // exclude.go
 }
 
 // Set is every compiled rule, indexed by kind.
@@ -186,7 +188,7 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 		case !ok:
 			errs = append(errs, cfg.ErrorAt(p+".detector", "unknown detector %q for kind %s; available: %s", rc.Detector, rc.Kind, detectorNames(kind)))
 		default:
-			r.detector = spec.detect
+			r.detector, r.wake = spec.detect, spec.wake
 			r.forDur = spec.defaultFor
 			r.params = r.params.withDefaults(spec, rc.Settle)
 		}

@@ -41,7 +41,7 @@ func loadObject(t testing.TB, name string) runtime.Object {
 		"Pod": &corev1.Pod{}, "Node": &corev1.Node{}, "PersistentVolumeClaim": &corev1.PersistentVolumeClaim{},
 		"Deployment": &appsv1.Deployment{}, "StatefulSet": &appsv1.StatefulSet{}, "DaemonSet": &appsv1.DaemonSet{},
 		"Job": &batchv1.Job{}, "Event": &eventsv1.Event{},
-		"HorizontalPodAutoscaler": &autoscalingv2.HorizontalPodAutoscaler{},
+		"HorizontalPodAutoscaler": &autoscalingv2.HorizontalPodAutoscaler{}, "CronJob": &batchv1.CronJob{},
 	}
 	obj, ok := objs[head.Kind]
 	if !ok {
@@ -162,6 +162,14 @@ func TestDetectors(t *testing.T) {
 		{"Node", "node-pressure", "", "node-notready.yaml", "MemoryPressure"},
 		{"Node", "node-pressure", "", "node-ok.yaml", ""},
 		{"PersistentVolumeClaim", "pvc-pending", "", "pvc-pending.yaml", "PVCPending"},
+		{"CronJob", "missed-schedule", "", "cronjob-ran.yaml", ""},
+		{"CronJob", "missed-schedule", "", "cronjob-missed.yaml", "MissedSchedule"},
+		{"CronJob", "missed-schedule", "", "cronjob-never-ran.yaml", "MissedSchedule"},
+		{"CronJob", "missed-schedule", "", "cronjob-suspended.yaml", ""},
+		{"CronJob", "missed-schedule", "", "cronjob-deadline.yaml", ""},
+		{"CronJob", "missed-schedule", "", "cronjob-timezone.yaml", ""},
+		{"CronJob", "missed-schedule", "", "cronjob-forbid.yaml", "MissedSchedule"},
+		{"CronJob", "missed-schedule", "", "cronjob-other-zone.yaml", ""},
 		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-max.yaml", "AtMaxReplicas"},
 		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-max-under-target.yaml", ""},
 		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-min.yaml", ""},

@@ -1,0 +1,158 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// maxMissedCounted bounds the walk over a schedule's due times that
+// counts missed runs: a schedule of every minute missed for a month
+// would be 43,200 steps of about 1 µs; past this many, the count says "over".
+const maxMissedCounted = 100
+
+// detectMissedSchedule fires while a CronJob has a run that was due and
+// never started: the first due time after its last scheduled run (or its
+// creation) has passed, plus startingDeadlineSeconds when set (the
+// controller may start a run late until then). It ends when a run is
+// scheduled. Suspended CronJobs are left out. The schedule is read as the
+// CronJob controller reads it (standard cron, in spec.timeZone if set,
+// else UTC).
+func detectMissedSchedule(obj runtime.Object, _ Params, now time.Time) ([]Detection, error) {
+	cj, ok := obj.(*batchv1.CronJob)
+	if !ok {
+		return nil, fmt.Errorf("missed-schedule detector got %T", obj)
+	}
+	m, err := cronMissed(cj, now)
+	if err != nil || m == nil {
+		return nil, err
+	}
+	return []Detection{*m}, nil
+}
+
+// cronWake is how long until the CronJob's next run is due and late
+// enough to count as missed, if nothing changes: the object must be
+// evaluated again then, though it will not have changed.
+func cronWake(obj runtime.Object, _ Params, now time.Time) time.Duration {
+	cj, ok := obj.(*batchv1.CronJob)
+	if !ok || skipCron(cj) {
+		return 0
+	}
+	sched, _, err := cronSchedule(cj)
+	if err != nil || !readable(sched, cj) {
+		return 0
+	}
+	late := sched.Next(cronSince(cj)).Add(startingDeadline(cj))
+	if late.IsZero() || !late.After(now) {
+		return 0 // missed already (the detection holds), or never due
+	}
+	return late.Sub(now) + time.Second
+}
+
+func skipCron(cj *batchv1.CronJob) bool {
+	return cj.DeletionTimestamp != nil || (cj.Spec.Suspend != nil && *cj.Spec.Suspend)
+}
+
+// cronSchedule parses the CronJob's schedule in its time zone.
+func cronSchedule(cj *batchv1.CronJob) (cron.Schedule, *time.Location, error) {
+	// Without a time zone the controller reads the schedule in its own
+	// (kube-controller-manager's) zone: UTC on the control planes herald
+	// knows of.
+	loc := time.UTC
+	if tz := cj.Spec.TimeZone; tz != nil && *tz != "" {
+		l, err := time.LoadLocation(*tz)
+		if err != nil {
+			return nil, nil, fmt.Errorf("CronJob %s/%s: time zone %q: %w", cj.Namespace, cj.Name, *tz, err)
+		}
+		loc = l
+	}
+	sched, err := cron.ParseStandard(cj.Spec.Schedule)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CronJob %s/%s: schedule %q: %w", cj.Namespace, cj.Name, cj.Spec.Schedule, err)
+	}
+	if s, ok := sched.(*cron.SpecSchedule); ok && !strings.Contains(cj.Spec.Schedule, "TZ=") {
+		s.Location = loc
+	}
+	return sched, loc, nil
+}
+
+// readable says whether the schedule, read in the zone herald reads it
+// in, gives the time of the CronJob's last run: the controller writes
+// the due time it ran. If not, the controller reads it in another zone
+// (a control plane not on UTC, for a CronJob without spec.timeZone) or
+// the schedule changed since: herald cannot tell when the next run is
+// due, and says nothing rather than something wrong.
+func readable(sched cron.Schedule, cj *batchv1.CronJob) bool {
+	last := cj.Status.LastScheduleTime
+	return last == nil || sched.Next(last.Add(-time.Second)).Equal(last.Time)
+}
+
+// cronSince is when the CronJob last ran as scheduled, or was created:
+// runs due before then are not its to miss.
+func cronSince(cj *batchv1.CronJob) time.Time {
+	since := cj.CreationTimestamp.Time
+	if t := cj.Status.LastScheduleTime; t != nil && t.After(since) {
+		since = t.Time
+	}
+	return since
+}
+
+func startingDeadline(cj *batchv1.CronJob) time.Duration {
+	if d := cj.Spec.StartingDeadlineSeconds; d != nil && *d > 0 {
+		return time.Duration(*d) * time.Second
+	}
+	return 0
+}
+
+// cronMissed is the detection of a run that was due and did not start,
+// or nil.
+func cronMissed(cj *batchv1.CronJob, now time.Time) (*Detection, error) {
+	if skipCron(cj) {
+		return nil, nil
+	}
+	sched, loc, err := cronSchedule(cj)
+	if err != nil || !readable(sched, cj) {
+		return nil, err
+	}
+	since := cronSince(cj)
+	due := sched.Next(since)
+	if due.IsZero() || !now.After(due.Add(startingDeadline(cj))) {
+		return nil, nil
+	}
+	missed := 0
+	for t := due; !t.IsZero() && t.Before(now) && missed <= maxMissedCounted; t = sched.Next(t) {
+		missed++
+	}
+	count := strconv.Itoa(missed)
+	if missed > maxMissedCounted {
+		count = "over " + strconv.Itoa(maxMissedCounted)
+	}
+	facts := map[string]string{
+		"schedule":   cj.Spec.Schedule,
+		"missedRuns": count,
+		"dueAt":      due.In(loc).Format(time.RFC3339),
+	}
+	if tz := cj.Spec.TimeZone; tz != nil && *tz != "" {
+		facts["timeZone"] = *tz
+	}
+	last := "it has never run"
+	if t := cj.Status.LastScheduleTime; t != nil {
+		facts["lastScheduleTime"] = t.UTC().Format(time.RFC3339)
+		last = "its last run was scheduled at " + t.In(loc).Format("2006-01-02 15:04 MST")
+	}
+	runs := "the run due at " + due.In(loc).Format("2006-01-02 15:04 MST") + " did not start"
+	if missed > 1 {
+		runs = count + " runs due since " + due.In(loc).Format("2006-01-02 15:04 MST") + " did not start"
+	}
+	detail := runs + " (schedule " + strconv.Quote(cj.Spec.Schedule) + "); " + last
+	if len(cj.Status.Active) > 0 && cj.Spec.ConcurrencyPolicy == batchv1.ForbidConcurrent {
+		facts["activeJob"] = cj.Status.Active[0].Name
+		detail += "; the previous run, Job " + cj.Status.Active[0].Name + ", is still running and concurrencyPolicy is Forbid"
+	}
+	return &Detection{Reason: "MissedSchedule", Since: due, Facts: facts, Detail: detail}, nil
+}
