@@ -14,6 +14,7 @@ internal/chart's TestChecksKnowEveryDetector holds it. */}}
   "StatefulSet" (list "unavailable")
   "DaemonSet" (list "unavailable")
   "Job" (list "cronjob-failed" "job-failed")
+  "CronJob" (list "missed-schedule")
   "Node" (list "node-not-ready" "node-pressure")
   "PersistentVolumeClaim" (list "pvc-pending")
   "HorizontalPodAutoscaler" (list "max-replicas")
