@@ -22,7 +22,10 @@ var (
 	slackGroup = regexp.MustCompile(`<!subteam\^([A-Z0-9]+)>`)
 	slackUser  = regexp.MustCompile(`<@([A-Z0-9]+)>`)
 	slackLink  = regexp.MustCompile(`<[^<>|]+\|([^<>]+)>`)
-	slackBold  = regexp.MustCompile(`\*([^*\n]+)\*`)
+	// Slack makes *text* bold only when the text starts and ends with
+	// something other than a space: the asterisks of a cron schedule
+	// ("0 * * * *") stay as they are.
+	slackBold = regexp.MustCompile(`\*([^*\s](?:[^*\n]*[^*\s])?)\*`)
 )
 
 // slackSeen is a mrkdwn text as Slack shows it.

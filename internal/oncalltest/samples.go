@@ -121,8 +121,8 @@ func Samples() []Sample {
 		"firing": "Firing", "updated": "Updated", "repeat": "Repeat (still firing)", "resolved": "Resolved",
 		"resolved-deleted": "Resolved: the object was deleted", "silenced": "Muted (silenced)", "unmuted": "Unmuted",
 		"grouped": "Grouped workload", "grouped-updated": "Grouped workload, updated", "image-pull": "Image pull", "config-error": "Missing Secret or ConfigMap",
-		"max-replicas": "Autoscaler at its maximum",
-		"inhibiting":   "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
+		"max-replicas": "Autoscaler at its maximum", "missed-schedule": "CronJob run missed",
+		"inhibiting": "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
 		"firing-buttons": "Firing, from a Slack app with buttons", "acknowledged": "Acknowledged",
 		"updated-acknowledged": "Updated, after an acknowledgement", "silenced-from-slack": "Muted from Slack",
 	}
@@ -244,6 +244,17 @@ func Samples() []Sample {
 		Sinks: []string{"chat"}, FirstSeen: sampleStart.Add(-15 * time.Minute),
 	}
 	add("max-replicas", "an autoscaler at its maximum for 15 min that still wants more: each metric beside its target", note(hpa, incident.Firing, 1, at(0)))
+
+	cron := incident.Incident{
+		ID: "c40000000000miss-1", Occurrence: 1, Fingerprint: "c40000000000miss", Rule: "cronjob-missed", Severity: "warning", Reason: "MissedSchedule",
+		Object: rules.ObjectRef{Kind: "CronJob", Namespace: "shop", Name: "backup", UID: "cj1"},
+		Facts: map[string]string{"schedule": "0 * * * *", "missedRuns": "1", "dueAt": "2026-11-22T10:00:00Z", "lastScheduleTime": "2026-11-22T09:00:00Z",
+			"activeJob": "backup-29400480"},
+		Title: "MissedSchedule: CronJob shop/backup",
+		Text:  `MissedSchedule: CronJob shop/backup: the run due at 2026-11-22 10:00 UTC did not start (schedule "0 * * * *"); its last run was scheduled at 2026-11-22 09:00 UTC; the previous run, Job backup-29400480, is still running and concurrencyPolicy is Forbid`,
+		Sinks: []string{"chat"}, FirstSeen: sampleStart,
+	}
+	add("missed-schedule", "a CronJob's run was due and did not start: since when, how many, and why when the CronJob says (a run still going under concurrencyPolicy: Forbid)", note(cron, incident.Firing, 1, at(5*time.Minute)))
 
 	node := incident.Incident{
 		ID: "0de0000000000n7-1", Occurrence: 1, Fingerprint: "0de0000000000n7", Rule: "node-notready", Severity: "critical", Reason: "NodeNotReady",
