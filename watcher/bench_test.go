@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,20 +147,67 @@ func realisticHPA(i int) *autoscalingv2.HorizontalPodAutoscaler {
 	}
 }
 
-// BenchmarkHPACacheMemory: the heap that 10,000 autoscalers hold in an
+// realisticCronJob is a CronJob as a real cluster holds it: a pod
+// template of one container with a few variables and a volume, the
+// controller's status, managedFields.
+func realisticCronJob(i int) *batchv1.CronJob {
+	now := metav1.Now()
+	name := fmt.Sprintf("report-%05d", i)
+	var env []corev1.EnvVar
+	for j := range 6 {
+		env = append(env, corev1.EnvVar{Name: fmt.Sprintf("REPORT_SETTING_%02d", j), Value: fmt.Sprintf("value-%d-of-a-typical-configuration-entry", j)})
+	}
+	return &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fmt.Sprintf("team-%03d", i%300), UID: types.UID(fmt.Sprintf("8c5f7a0e-0000-4000-8000-%012d", i)),
+			ResourceVersion: fmt.Sprint(100000 + i), CreationTimestamp: now, Labels: map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "Helm"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "batch/v1", FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:concurrencyPolicy":{},"f:jobTemplate":{"f:spec":{"f:template":{"f:spec":{"f:containers":{}}}}},"f:schedule":{}}}`)}}}},
+		Spec: batchv1.CronJobSpec{Schedule: "*/15 * * * *", ConcurrencyPolicy: batchv1.ForbidConcurrent,
+			SuccessfulJobsHistoryLimit: ptr.To[int32](3), FailedJobsHistoryLimit: ptr.To[int32](1),
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyOnFailure,
+				Containers: []corev1.Container{{Name: "report", Image: "registry.example/team/report:2.4.1", Args: []string{"--since", "15m", "--to", "s3://reports"}, Env: env,
+					VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/report"}},
+					Resources:    corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}},
+				Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "report-config"}}}}},
+			}}}}},
+		Status: batchv1.CronJobStatus{LastScheduleTime: &now, LastSuccessfulTime: &now},
+	}
+}
+
+// BenchmarkCacheMemory: the heap that 10,000 objects of a kind hold in an
 // informer's cache, decoded from protobuf as herald's client does and
-// kept as the max-replicas rule keeps them (bytes/object).
-func BenchmarkHPACacheMemory(b *testing.B) {
+// kept as a detector's rule keeps them (no CEL, no template: pod
+// templates go), in bytes/object.
+func BenchmarkCacheMemory(b *testing.B) {
+	for _, kind := range []struct {
+		name   string
+		object func(i int) interface{ Marshal() ([]byte, error) }
+		decode func(raw []byte) (any, error)
+	}{
+		{"HorizontalPodAutoscaler", func(i int) interface{ Marshal() ([]byte, error) } { return realisticHPA(i) },
+			func(raw []byte) (any, error) {
+				h := &autoscalingv2.HorizontalPodAutoscaler{}
+				return h, h.Unmarshal(raw)
+			}},
+		{"CronJob", func(i int) interface{ Marshal() ([]byte, error) } { return realisticCronJob(i) },
+			func(raw []byte) (any, error) { c := &batchv1.CronJob{}; return c, c.Unmarshal(raw) }},
+	} {
+		b.Run(kind.name, func(b *testing.B) { benchCacheMemory(b, kind.object, kind.decode) })
+	}
+}
+
+func benchCacheMemory(b *testing.B, object func(i int) interface{ Marshal() ([]byte, error) }, decode func(raw []byte) (any, error)) {
 	const objects = 10000
 	raws := make([][]byte, objects)
 	for i := range raws {
-		raw, err := realisticHPA(i).Marshal()
+		raw, err := object(i).Marshal()
 		if err != nil {
 			b.Fatal(err)
 		}
 		raws[i] = raw
 	}
-	keep := Keep{} // a detector's rule: no CEL, no template
+	keep := Keep{}
 	var perObject float64
 	for b.Loop() {
 		var before, after runtime.MemStats
@@ -167,11 +215,11 @@ func BenchmarkHPACacheMemory(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		for _, raw := range raws {
-			h := &autoscalingv2.HorizontalPodAutoscaler{}
-			if err := h.Unmarshal(raw); err != nil {
+			obj, err := decode(raw)
+			if err != nil {
 				b.Fatal(err)
 			}
-			kept, err := keep.transform(h)
+			kept, err := keep.transform(obj)
 			if err != nil {
 				b.Fatal(err)
 			}
