@@ -58,7 +58,7 @@ func stripControls(s string) string {
 // can quote a value of the object (a pattern that does not compile).
 // errors.Is and As still see err.
 func redactError(err error, red *redact.Redactor) error {
-	if text := red.Redact(err.Error()); text != err.Error() {
+	if text := truncate(red.Redact(stripControls(redact.Bound(err.Error(), 8*MaxFact))), MaxFact); text != err.Error() {
 		return redactedError{err, text}
 	}
 	return err

@@ -16,6 +16,15 @@ import (
 // would be 43,200 steps of about 1 µs; past this many, the count says "over".
 const maxMissedCounted = 100
 
+// maxSchedule bounds the schedule herald reads: the API server takes any
+// length the object allows, and a schedule is parsed at each evaluation.
+// Real ones are a few dozen bytes.
+const maxSchedule = 1 << 10
+
+// maxStartingDeadline caps startingDeadlineSeconds (the API server takes
+// any non-negative int64, which as a Duration would overflow).
+const maxStartingDeadline = 10 * 365 * 24 * time.Hour
+
 // detectMissedSchedule fires while a CronJob has a run that was due and
 // never started: the first due time after its last scheduled run (or its
 // creation) has passed, plus startingDeadlineSeconds when set (the
@@ -71,6 +80,14 @@ func cronSchedule(cj *batchv1.CronJob) (cron.Schedule, *time.Location, error) {
 		}
 		loc = l
 	}
+	if len(cj.Spec.Schedule) > maxSchedule {
+		return nil, nil, fmt.Errorf("CronJob %s/%s: schedule of %d bytes: herald reads schedules of up to %d", cj.Namespace, cj.Name, len(cj.Spec.Schedule), maxSchedule)
+	}
+	if tzOnly(cj.Spec.Schedule) {
+		// robfig/cron indexes past the zone for the fields after it and
+		// panics when there are none.
+		return nil, nil, fmt.Errorf("CronJob %s/%s: schedule %q names a time zone and nothing else", cj.Namespace, cj.Name, cj.Spec.Schedule)
+	}
 	sched, err := cron.ParseStandard(cj.Spec.Schedule)
 	if err != nil {
 		return nil, nil, fmt.Errorf("CronJob %s/%s: schedule %q: %w", cj.Namespace, cj.Name, cj.Spec.Schedule, err)
@@ -79,6 +96,12 @@ func cronSchedule(cj *batchv1.CronJob) (cron.Schedule, *time.Location, error) {
 		s.Location = loc
 	}
 	return sched, loc, nil
+}
+
+// tzOnly: a schedule that starts with a time zone (TZ=, CRON_TZ=) and
+// has no space after it, so no fields.
+func tzOnly(schedule string) bool {
+	return (strings.HasPrefix(schedule, "TZ=") || strings.HasPrefix(schedule, "CRON_TZ=")) && !strings.Contains(schedule, " ")
 }
 
 // readable says whether the schedule, read in the zone herald reads it
@@ -104,7 +127,7 @@ func cronSince(cj *batchv1.CronJob) time.Time {
 
 func startingDeadline(cj *batchv1.CronJob) time.Duration {
 	if d := cj.Spec.StartingDeadlineSeconds; d != nil && *d > 0 {
-		return time.Duration(*d) * time.Second
+		return min(time.Duration(min(*d, int64(maxStartingDeadline/time.Second)))*time.Second, maxStartingDeadline)
 	}
 	return 0
 }

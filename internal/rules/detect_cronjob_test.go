@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,5 +103,42 @@ func BenchmarkMissedSchedule(b *testing.B) {
 				cronWake(c.cj, Params{}, now)
 			}
 		})
+	}
+}
+
+// TestHostileSchedules: what the API server would refuse, or takes but
+// nothing real writes, is an error or nothing — never a panic, a false
+// alarm or an unbounded log line. robfig/cron panics on a schedule that
+// names a time zone and nothing after it.
+func TestHostileSchedules(t *testing.T) {
+	for _, schedule := range []string{"TZ=UTC", "CRON_TZ=Europe/Rome", "TZ=", "CRON_TZ=", "TZ=UTC\t*"} {
+		cj := loadObject(t, "cronjob-missed.yaml").(*batchv1.CronJob)
+		cj.Spec.Schedule = schedule
+		if _, _, err := cronSchedule(cj); err == nil || !strings.Contains(err.Error(), "names a time zone and nothing else") {
+			t.Errorf("schedule %q: %v", schedule, err)
+		}
+	}
+
+	// A schedule as long as the object allows is not parsed; an error
+	// quoting a long one is bounded before it reaches the log.
+	set := compile(t, ruleYAML("CronJob", "missed-schedule", ""))
+	for _, schedule := range []string{"0," + strings.Repeat("0,", 600) + "0 * * * *", strings.Repeat("x", 1000) + " * * * *"} {
+		cj := loadObject(t, "cronjob-missed.yaml").(*batchv1.CronJob)
+		cj.Spec.Schedule = schedule
+		ev := set.EvaluateWithExclusions("CronJob", cj, now, nil)
+		if len(ev.Errors) != 1 || len(ev.Findings) != 0 || ev.Wake != 0 {
+			t.Fatalf("a schedule of %d bytes: %+v", len(schedule), ev)
+		}
+		if n := utf8.RuneCountInString(ev.Errors[0].Err.Error()); n > MaxFact {
+			t.Errorf("a schedule of %d bytes: an error of %d runes, want at most %d", len(schedule), n, MaxFact)
+		}
+	}
+
+	// startingDeadlineSeconds past what a Duration holds: the run may
+	// start for ten years, not for a negative time.
+	cj := loadObject(t, "cronjob-missed.yaml").(*batchv1.CronJob)
+	cj.Spec.StartingDeadlineSeconds = ptr.To[int64](9223372037)
+	if d, err := detectMissedSchedule(cj, Params{}, now); err != nil || len(d) != 0 {
+		t.Errorf("a deadline of 292 years: %+v, %v", d, err)
 	}
 }

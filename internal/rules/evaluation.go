@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/herald-k8s/herald/internal/redact"
 )
 
 // Evaluation is everything the rules make of one object.
@@ -42,14 +44,12 @@ func (s *Set) EvaluateWithExclusions(kind string, obj runtime.Object, now time.T
 		if r.params.aboutRegarding && regarding.distrusted(s, obj) {
 			continue
 		}
-		if r.wake != nil {
-			if w := r.wake(obj, r.params, now); w > 0 && (ev.Wake == 0 || w < ev.Wake) {
-				ev.Wake = w
-			}
-		}
-		found, err := r.evaluate(in, s.redactor)
+		found, wake, err := r.evaluateGuarded(in, s.redactor)
 		if err != nil {
 			ev.Errors = append(ev.Errors, RuleError{Rule: r.name, Err: redactError(err, s.redactor)})
+		}
+		if wake > 0 && (ev.Wake == 0 || wake < ev.Wake) {
+			ev.Wake = wake
 		}
 		found, err = r.exclusion.apply(found, in, &ev.Excluded)
 		if err != nil {
@@ -58,4 +58,27 @@ func (s *Set) EvaluateWithExclusions(kind string, obj runtime.Object, now time.T
 		ev.Findings = append(ev.Findings, found...)
 	}
 	return ev
+}
+
+// minWake is the soonest a rule may ask to look at an unchanged object
+// again: a detector that asked for less would spin a worker on it.
+const minWake = time.Second
+
+// evaluateGuarded runs the rule on one object and asks when to look again
+// (wake). A panic in either — a detector, or a library it calls, on an
+// object shaped as nothing foresaw — is this rule's error on this object:
+// the other rules, the other objects and the process go on.
+func (r *Rule) evaluateGuarded(in *input, red *redact.Redactor) (found []Finding, wake time.Duration, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			found, wake, err = nil, 0, fmt.Errorf("the %s rule failed on this object (a bug in herald; please report it): %v", r.name, p)
+		}
+	}()
+	if r.wake != nil {
+		if wake = r.wake(in.obj, r.params, in.now); wake > 0 {
+			wake = max(wake, minWake)
+		}
+	}
+	found, err = r.evaluate(in, red)
+	return found, wake, err
 }
