@@ -238,9 +238,9 @@ func Samples() []Sample {
 		ID: "4a5000000000max-1", Occurrence: 1, Fingerprint: "4a5000000000max", Rule: "hpa-max-replicas", Severity: "warning", Reason: "AtMaxReplicas",
 		Object: rules.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: "shop", Name: "checkout", UID: "h1"},
 		Facts: map[string]string{"maxReplicas": "10", "currentReplicas": "10", "scaleTarget": "Deployment/checkout",
-			"metrics": "cpu 92% (target 70%), http_requests_per_second 134 per pod (target 100 per pod)"},
+			"metrics": "cpu 92% (target 70%), http_requests_per_second 133.7 per pod (target 100 per pod)"},
 		Title: "AtMaxReplicas: HorizontalPodAutoscaler shop/checkout",
-		Text:  "AtMaxReplicas: HorizontalPodAutoscaler shop/checkout: at its maximum of 10 replicas and still over its target: cpu 92% (target 70%), http_requests_per_second 134 per pod (target 100 per pod)",
+		Text:  "AtMaxReplicas: HorizontalPodAutoscaler shop/checkout: Deployment checkout is at its autoscaler's maximum of 10 replicas and still over target: cpu 92% (target 70%), http_requests_per_second 133.7 per pod (target 100 per pod)",
 		Sinks: []string{"chat"}, FirstSeen: sampleStart.Add(-15 * time.Minute),
 	}
 	add("max-replicas", "an autoscaler at its maximum for 15 min that still wants more: each metric beside its target", note(hpa, incident.Firing, 1, at(0)))

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +50,39 @@ func TestMaxReplicasSaysEachMetric(t *testing.T) {
 	h.DeletionTimestamp = &metav1.Time{Time: now}
 	if got, _ := detectMaxReplicas(h, Params{}, now); len(got) != 0 {
 		t.Errorf("an autoscaler being deleted: %+v", got)
+	}
+}
+
+// TestMaxReplicasAsTheControllerWritesIt: the controller keeps the
+// ScalingLimited condition's time when only its reason changes (True at
+// the minimum, TooFewReplicas, turns True, TooManyReplicas): the problem
+// began when the autoscaler last scaled, not days ago. A custom metric's
+// average comes in thousandths and is said as a decimal. When the
+// controller cannot read its metrics it keeps their last values: the
+// alert says so.
+func TestMaxReplicasAsTheControllerWritesIt(t *testing.T) {
+	h := loadObject(t, "hpa-at-max.yaml").(*autoscalingv2.HorizontalPodAutoscaler)
+	for i, c := range h.Status.Conditions {
+		if c.Type == autoscalingv2.ScalingLimited {
+			h.Status.Conditions[i].LastTransitionTime = metav1.NewTime(now.Add(-72 * time.Hour))
+		}
+	}
+	scaled := now.Add(-5 * time.Minute)
+	h.Status.LastScaleTime = &metav1.Time{Time: scaled}
+	h.Status.CurrentMetrics[0].Pods.Current.AverageValue = ptr.To(resource.MustParse("133667m"))
+	h.Status.Conditions = append(h.Status.Conditions, autoscalingv2.HorizontalPodAutoscalerCondition{
+		Type: autoscalingv2.ScalingActive, Status: "False", Reason: "FailedGetResourceMetric"})
+	got, err := detectMaxReplicas(h, Params{}, now)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if !got[0].Since.Equal(scaled) {
+		t.Errorf("since %s, want the last scale %s", got[0].Since, scaled)
+	}
+	for _, want := range []string{"http_requests_per_second 133.667 per pod (target 100 per pod)", "cpu 92% (target 70%)",
+		"queue_messages_ready no value (target 30)", "cannot read its metrics now (ScalingActive=False, FailedGetResourceMetric)"} {
+		if !strings.Contains(got[0].Detail, want) {
+			t.Errorf("detail %q\nlacks %q", got[0].Detail, want)
+		}
 	}
 }
