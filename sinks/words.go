@@ -170,6 +170,8 @@ func Ended(inc incident.Incident) string {
 			return "the claim is bound"
 		case "AtMaxReplicas":
 			return "the autoscaler no longer wants more than its maximum"
+		case "MissedSchedule":
+			return "a run started, or the CronJob was suspended"
 		}
 		return "the " + kind + " no longer has it"
 	}

@@ -161,7 +161,7 @@ func (e *Enricher) Dispatch(ctx context.Context, n incident.Notification) error 
 	n = e.withRecent(n)
 	if !wants(n) {
 		e.mu.Unlock()
-		return e.opts.Next.Dispatch(ctx, n)
+		return e.opts.Next.Dispatch(ctx, withHint(n))
 	}
 	now := e.opts.Now()
 	if !e.limiter.AllowN(now, 2) {
@@ -197,6 +197,18 @@ func wants(n incident.Notification) bool {
 		return false
 	}
 	return n.Transition == incident.Firing || n.Transition == incident.Updated && strings.HasPrefix(n.Change, "restarts ")
+}
+
+// withHint gives a firing that gathers no context (not about a pod: an
+// autoscaler, a CronJob) its hint, which costs no request.
+func withHint(n incident.Notification) incident.Notification {
+	if n.Context != nil || n.Transition != incident.Firing {
+		return n
+	}
+	if h := Hint(n.Incident); h != "" {
+		n.Context = &incident.Context{Hint: h}
+	}
+	return n
 }
 
 // withRecent gives a notification that gathers no context of its own the

@@ -201,3 +201,25 @@ func TestNoGrowthWhenTheAPIHangs(t *testing.T) {
 	}
 	t.Logf("1,000 hung contexts: goroutines %d → %d, heap %d → %d KB", baseGoroutines, runtime.NumGoroutine(), before.HeapAlloc>>10, after.HeapAlloc>>10)
 }
+
+// TestAFiringNotAboutAPodHasItsHint: an autoscaler's or a CronJob's
+// firing gathers nothing (no pod, no request) and goes on at once, with
+// its hint; its resolution has none of its own.
+func TestAFiringNotAboutAPodHasItsHint(t *testing.T) {
+	next := &recorder{}
+	e := start(t, Options{Next: next, Source: slowSource{delay: time.Hour}})
+	ctx := context.Background()
+	cron := incident.Notification{Transition: incident.Firing, Seq: 1, Incident: incident.Incident{
+		ID: "c", Reason: "MissedSchedule", Members: []string{"CronJob/shop/backup"}, Facts: map[string]string{"schedule": "0 * * * *"}}}
+	e.Dispatch(ctx, cron)
+	resolved := cron
+	resolved.Transition, resolved.Seq = incident.Resolved, 2
+	e.Dispatch(ctx, resolved)
+	got := next.wait(t, 2)
+	if got[0].Context == nil || !strings.Contains(got[0].Context.Hint, "No Job was created for this run") || got[0].Context.Logs != nil {
+		t.Errorf("the firing's context: %+v, want the hint alone", got[0].Context)
+	}
+	if got[1].Context != nil {
+		t.Errorf("the resolution's context: %+v, want none", got[1].Context)
+	}
+}

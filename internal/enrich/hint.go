@@ -63,6 +63,11 @@ func Hint(inc incident.Incident) string {
 			return "The kubelet evicted the pod because its node was low on " + m[1] + ": set requests that reflect real use, or give the node more."
 		}
 		return "The kubelet evicted the pod under node pressure; the message says which resource."
+	case "MissedSchedule":
+		if f["activeJob"] != "" {
+			return "The previous run is still going and the CronJob forbids two at once: see why Job " + f["activeJob"] + " takes so long, or delete it; set activeDeadlineSeconds on the job template to bound a run."
+		}
+		return "No Job was created for this run: kubectl describe cronjob shows the controller's events (FailedCreate: a quota or an admission webhook refused the Job); no events at all: the control plane's controller-manager may be down."
 	case "AtMaxReplicas":
 		return "The workload needs more replicas than maxReplicas allows: raise maxReplicas (if the nodes have room), or find why each replica does less than before."
 	case "CrashLoopBackOff", "Restarting":

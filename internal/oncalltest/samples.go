@@ -243,18 +243,22 @@ func Samples() []Sample {
 		Text:  "AtMaxReplicas: HorizontalPodAutoscaler shop/checkout: Deployment checkout is at its autoscaler's maximum of 10 replicas and still over target: cpu 92% (target 70%), http_requests_per_second 133.7 per pod (target 100 per pod)",
 		Sinks: []string{"chat"}, FirstSeen: sampleStart.Add(-15 * time.Minute),
 	}
-	add("max-replicas", "an autoscaler at its maximum for 15 min that still wants more: each metric beside its target", note(hpa, incident.Firing, 1, at(0)))
+	maxed := note(hpa, incident.Firing, 1, at(0))
+	maxed.Context = &incident.Context{Hint: "The workload needs more replicas than maxReplicas allows: raise maxReplicas (if the nodes have room), or find why each replica does less than before."}
+	add("max-replicas", "an autoscaler at its maximum for 15 min that still wants more: the workload, each metric beside its target, and what to do", maxed)
 
 	cron := incident.Incident{
 		ID: "c40000000000miss-1", Occurrence: 1, Fingerprint: "c40000000000miss", Rule: "cronjob-missed", Severity: "warning", Reason: "MissedSchedule",
 		Object: rules.ObjectRef{Kind: "CronJob", Namespace: "shop", Name: "backup", UID: "cj1"},
 		Facts: map[string]string{"schedule": "0 * * * *", "missedRuns": "1", "dueAt": "2026-11-22T10:00:00Z", "lastScheduleTime": "2026-11-22T09:00:00Z",
-			"activeJob": "backup-29400480"},
+			"activeJob": "backup-29922300"},
 		Title: "MissedSchedule: CronJob shop/backup",
-		Text:  `MissedSchedule: CronJob shop/backup: the run due at 2026-11-22 10:00 UTC did not start (schedule "0 * * * *"); its last run was scheduled at 2026-11-22 09:00 UTC; the previous run, Job backup-29400480, is still running and concurrencyPolicy is Forbid`,
+		Text:  `MissedSchedule: CronJob shop/backup: the run due at 2026-11-22 10:00 UTC did not start (schedule "0 * * * *"); its last run was scheduled at 2026-11-22 09:00 UTC; the previous run, Job backup-29922300, is still running and concurrencyPolicy is Forbid`,
 		Sinks: []string{"chat"}, FirstSeen: sampleStart,
 	}
-	add("missed-schedule", "a CronJob's run was due and did not start: since when, how many, and why when the CronJob says (a run still going under concurrencyPolicy: Forbid)", note(cron, incident.Firing, 1, at(5*time.Minute)))
+	missed := note(cron, incident.Firing, 1, at(5*time.Minute))
+	missed.Context = &incident.Context{Hint: "The previous run is still going and the CronJob forbids two at once: see why Job backup-29922300 takes so long, or delete it; set activeDeadlineSeconds on the job template to bound a run."}
+	add("missed-schedule", "a CronJob's run was due and did not start: when it was due, how many runs were missed, and, when a Job still running under `concurrencyPolicy: Forbid` blocks it, which Job", missed)
 
 	node := incident.Incident{
 		ID: "0de0000000000n7-1", Occurrence: 1, Fingerprint: "0de0000000000n7", Rule: "node-notready", Severity: "critical", Reason: "NodeNotReady",

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,10 +54,10 @@ func cronWake(obj runtime.Object, _ Params, now time.Time) time.Duration {
 		return 0
 	}
 	sched, _, err := cronSchedule(cj)
-	if err != nil || !readable(sched, cj) {
+	if err != nil || readable(sched, cj) != nil {
 		return 0
 	}
-	late := sched.Next(cronSince(cj)).Add(startingDeadline(cj))
+	_, late := dueAndLate(sched, cj)
 	if late.IsZero() || !late.After(now) {
 		return 0 // missed already (the detection holds), or never due
 	}
@@ -109,10 +110,46 @@ func tzOnly(schedule string) bool {
 // the due time it ran. If not, the controller reads it in another zone
 // (a control plane not on UTC, for a CronJob without spec.timeZone) or
 // the schedule changed since: herald cannot tell when the next run is
-// due, and says nothing rather than something wrong.
-func readable(sched cron.Schedule, cj *batchv1.CronJob) bool {
+// due, and says nothing rather than something wrong — but for a CronJob
+// without a zone it says why, as the rule's error, for the operator to
+// set one.
+func readable(sched cron.Schedule, cj *batchv1.CronJob) error {
 	last := cj.Status.LastScheduleTime
-	return last == nil || sched.Next(last.Add(-time.Second)).Equal(last.Time)
+	if last == nil || sched.Next(last.Add(-time.Second)).Equal(last.Time) {
+		return nil
+	}
+	if ownZone(cj) {
+		return errUnreadable // the schedule changed since the last run: wait for the next
+	}
+	return fmt.Errorf("CronJob %s/%s: its last run, %s, is not a time its schedule %q gives in UTC: the control plane's CronJob controller reads schedules in another time zone (or the schedule changed since that run); herald cannot tell when its runs are due until spec.timeZone is set on it",
+		cj.Namespace, cj.Name, last.UTC().Format(time.RFC3339), cj.Spec.Schedule)
+}
+
+// errUnreadable: nothing to say until the CronJob runs again.
+var errUnreadable = errors.New("unreadable")
+
+// ownZone: the CronJob names its time zone, so herald reads its schedule
+// as the controller does, wherever the controller runs.
+func ownZone(cj *batchv1.CronJob) bool {
+	return cj.Spec.TimeZone != nil && *cj.Spec.TimeZone != ""
+}
+
+// dueAndLate are the first due time after the CronJob's last run (or
+// creation), and when a run due then counts as missed: after its
+// starting deadline — and, for a CronJob that has never run and names no
+// time zone, not before the due time after it, since the first may be
+// one in a zone the controller does not read it in (its first run, in
+// the controller's zone, comes within a day and tells: readable).
+func dueAndLate(sched cron.Schedule, cj *batchv1.CronJob) (due, late time.Time) {
+	due = sched.Next(cronSince(cj))
+	late = due
+	if cj.Status.LastScheduleTime == nil && !ownZone(cj) && !due.IsZero() {
+		late = sched.Next(due)
+	}
+	if late.IsZero() {
+		return due, late
+	}
+	return due, late.Add(startingDeadline(cj))
 }
 
 // cronSince is when the CronJob last ran as scheduled, or was created:
@@ -139,12 +176,17 @@ func cronMissed(cj *batchv1.CronJob, now time.Time) (*Detection, error) {
 		return nil, nil
 	}
 	sched, loc, err := cronSchedule(cj)
-	if err != nil || !readable(sched, cj) {
+	if err != nil {
 		return nil, err
 	}
-	since := cronSince(cj)
-	due := sched.Next(since)
-	if due.IsZero() || !now.After(due.Add(startingDeadline(cj))) {
+	if err := readable(sched, cj); err != nil {
+		if errors.Is(err, errUnreadable) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	due, late := dueAndLate(sched, cj)
+	if late.IsZero() || !now.After(late) {
 		return nil, nil
 	}
 	missed := 0

@@ -26,7 +26,7 @@ func TestCronJobWake(t *testing.T) {
 		{"cronjob-timezone.yaml", 4*time.Hour + 50*time.Minute + time.Second}, // midnight in New York, 05:00 UTC
 		{"cronjob-missed.yaml", 0},
 		{"cronjob-suspended.yaml", 0},
-		{"cronjob-other-zone.yaml", 0},
+		{"cronjob-new-no-zone.yaml", 24*time.Hour - 10*time.Minute + time.Second}, // the second midnight
 	}
 	set := compile(t, ruleYAML("CronJob", "missed-schedule", ""))
 	for _, tt := range tests {
@@ -140,5 +140,23 @@ func TestHostileSchedules(t *testing.T) {
 	cj.Spec.StartingDeadlineSeconds = ptr.To[int64](9223372037)
 	if d, err := detectMissedSchedule(cj, Params{}, now); err != nil || len(d) != 0 {
 		t.Errorf("a deadline of 292 years: %+v, %v", d, err)
+	}
+}
+
+// TestScheduleInAnotherZone: a CronJob without spec.timeZone whose last
+// run is not a time its schedule gives in UTC (the controller runs in
+// another zone) is never said to miss a run; the rule's error says why
+// and what to set. With spec.timeZone named, a last run off the schedule
+// means the schedule changed: nothing until the next run, and no error.
+func TestScheduleInAnotherZone(t *testing.T) {
+	set := compile(t, ruleYAML("CronJob", "missed-schedule", ""))
+	cj := loadObject(t, "cronjob-other-zone.yaml").(*batchv1.CronJob)
+	ev := set.EvaluateWithExclusions("CronJob", cj, now, nil)
+	if len(ev.Findings) != 0 || ev.Wake != 0 || len(ev.Errors) != 1 || !strings.Contains(ev.Errors[0].Err.Error(), "until spec.timeZone is set on it") {
+		t.Errorf("no zone: %+v", ev)
+	}
+	cj.Spec.TimeZone = ptr.To("Etc/UTC")
+	if ev := set.EvaluateWithExclusions("CronJob", cj, now, nil); len(ev.Findings) != 0 || ev.Wake != 0 || len(ev.Errors) != 0 {
+		t.Errorf("a zone named, a schedule changed: %+v", ev)
 	}
 }
