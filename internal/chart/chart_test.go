@@ -276,3 +276,26 @@ func TestExtraRulesGrantTheirKinds(t *testing.T) {
 		t.Error("the extra rule is not in the ConfigMap")
 	}
 }
+
+// TestDisabledRules: disabledRules turns defaults off by name — gone from
+// the configuration, and the kinds only they watched gone from the
+// ClusterRole — and a name that is no rule stops the install, listing
+// the rules there are.
+func TestDisabledRules(t *testing.T) {
+	out, err := helm(t, "template", "herald", chartDir, "--kube-version", "1.36.0", "--set", "disabledRules={cronjob-missed,hpa-max-replicas}")
+	if err != nil {
+		t.Fatal(out)
+	}
+	for _, gone := range []string{"name: cronjob-missed\n", "name: hpa-max-replicas\n", `resources: ["cronjobs"]`, `resources: ["horizontalpodautoscalers"]`} {
+		if strings.Contains(out, gone) {
+			t.Errorf("disabled, yet rendered: %q", gone)
+		}
+	}
+	if !strings.Contains(out, "name: job-failed\n") || !strings.Contains(out, `resources: ["jobs"]`) {
+		t.Error("a rule not disabled went too")
+	}
+	out, err = helm(t, "template", "herald", chartDir, "--kube-version", "1.36.0", "--set", "disabledRules={cronjob-mised}")
+	if err == nil || !strings.Contains(out, "disabledRules names cronjob-mised, which is not a rule of config.rules (cronjob-missed, deployment-unavailable,") {
+		t.Errorf("a misspelt name: err %v, output:\n%s", err, out)
+	}
+}

@@ -71,7 +71,21 @@ the mounted app-level token and the allow list). */}}
 {{- if and .Values.clusterName (not $cfg.clusterName) -}}
 {{- $_ := set $cfg "clusterName" .Values.clusterName -}}
 {{- end -}}
-{{- $rules := concat ($cfg.rules | default list) (deepCopy (.Values.extraRules | default list)) -}}
+{{- /* disabledRules drops rules of config.rules by name, so that one
+default can be turned off without copying the others. */ -}}
+{{- $disabled := .Values.disabledRules | default list -}}
+{{- $kept := list -}}
+{{- $known := dict -}}
+{{- range ($cfg.rules | default list) -}}
+{{- $_ := set $known (toString .name) true -}}
+{{- if not (has (toString .name) $disabled) -}}{{- $kept = append $kept . -}}{{- end -}}
+{{- end -}}
+{{- range $disabled -}}
+{{- if not (hasKey $known (toString .)) -}}
+{{- fail (printf "disabledRules names %s, which is not a rule of config.rules (%s)" (toString .) (keys $known | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- end -}}
+{{- $rules := concat $kept (deepCopy (.Values.extraRules | default list)) -}}
 {{- $names := dict -}}
 {{- range $rules -}}
 {{- if hasKey $names (toString .name) -}}
