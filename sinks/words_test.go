@@ -70,3 +70,18 @@ func TestMuted(t *testing.T) {
 		t.Errorf("Muted by an inhibition = %q", got)
 	}
 }
+
+// TestEndedByReason: a resolved message says how each detector's problem
+// ends in the words of its kind, not the fallback "no longer has it".
+func TestEndedByReason(t *testing.T) {
+	for reason, want := range map[string]string{
+		"AtMaxReplicas":  "the autoscaler no longer wants more than its maximum",
+		"MissedSchedule": "a run started, or the CronJob was suspended",
+		"PVCPending":     "the claim is bound",
+	} {
+		inc := incident.Incident{Reason: reason, Ended: incident.EndedRecovered, Object: rules.ObjectRef{Kind: "Thing"}}
+		if got := Ended(inc); got != want {
+			t.Errorf("%s: %q, want %q", reason, got, want)
+		}
+	}
+}
