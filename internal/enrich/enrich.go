@@ -199,10 +199,13 @@ func wants(n incident.Notification) bool {
 	return n.Transition == incident.Firing || n.Transition == incident.Updated && strings.HasPrefix(n.Change, "restarts ")
 }
 
-// withHint gives a firing that gathers no context (not about a pod: an
-// autoscaler, a CronJob) its hint, which costs no request.
+// withHint gives a firing about something other than a pod (an
+// autoscaler, a CronJob), which gathers no context, its hint: it costs no
+// request. A rule that turned context off gets none; a pod's firing gets
+// its hint with the rest of its context, or when that is skipped.
 func withHint(n incident.Notification) incident.Notification {
-	if n.Context != nil || n.Transition != incident.Firing {
+	inc := n.Incident
+	if n.Context != nil || n.Transition != incident.Firing || inc.NoContext || len(inc.Members) > 0 && strings.HasPrefix(inc.Members[0], "Pod/") {
 		return n
 	}
 	if h := Hint(n.Incident); h != "" {

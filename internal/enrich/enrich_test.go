@@ -204,7 +204,8 @@ func TestNoGrowthWhenTheAPIHangs(t *testing.T) {
 
 // TestAFiringNotAboutAPodHasItsHint: an autoscaler's or a CronJob's
 // firing gathers nothing (no pod, no request) and goes on at once, with
-// its hint; its resolution has none of its own.
+// its hint; its resolution has none of its own; a rule that turned
+// context off gets no hint.
 func TestAFiringNotAboutAPodHasItsHint(t *testing.T) {
 	next := &recorder{}
 	e := start(t, Options{Next: next, Source: slowSource{delay: time.Hour}})
@@ -221,5 +222,18 @@ func TestAFiringNotAboutAPodHasItsHint(t *testing.T) {
 	}
 	if got[1].Context != nil {
 		t.Errorf("the resolution's context: %+v, want none", got[1].Context)
+	}
+
+	// A rule that turned context off: no hint either, about a CronJob
+	// or a pod.
+	quiet := cron
+	quiet.Incident.ID, quiet.Incident.NoContext = "q", true
+	e.Dispatch(ctx, quiet)
+	pod := crash("p", incident.Firing)
+	pod.Incident.NoContext = true
+	e.Dispatch(ctx, pod)
+	got = next.wait(t, 4)
+	if got[2].Context != nil || got[3].Context != nil {
+		t.Errorf("context under a rule that turned it off: %+v, %+v", got[2].Context, got[3].Context)
 	}
 }
