@@ -193,7 +193,7 @@ func (e *Enricher) Gather(ctx context.Context, n incident.Notification) *inciden
 // wants says whether n is worth gathering context for: a firing about a
 // pod (or a workload's pods), or an update saying the restarts rose.
 func wants(n incident.Notification) bool {
-	if n.Incident.NoContext || len(n.Incident.Members) == 0 || !strings.HasPrefix(n.Incident.Members[0], "Pod/") {
+	if n.Incident.NoContext || !aboutPod(n.Incident) {
 		return false
 	}
 	return n.Transition == incident.Firing || n.Transition == incident.Updated && strings.HasPrefix(n.Change, "restarts ")
@@ -204,14 +204,18 @@ func wants(n incident.Notification) bool {
 // request. A rule that turned context off gets none; a pod's firing gets
 // its hint with the rest of its context, or when that is skipped.
 func withHint(n incident.Notification) incident.Notification {
-	inc := n.Incident
-	if n.Context != nil || n.Transition != incident.Firing || inc.NoContext || len(inc.Members) > 0 && strings.HasPrefix(inc.Members[0], "Pod/") {
+	if n.Context != nil || n.Transition != incident.Firing || n.Incident.NoContext || aboutPod(n.Incident) {
 		return n
 	}
 	if h := Hint(n.Incident); h != "" {
 		n.Context = &incident.Context{Hint: h}
 	}
 	return n
+}
+
+// aboutPod: the incident is a pod's, or a workload's pods'.
+func aboutPod(inc incident.Incident) bool {
+	return len(inc.Members) > 0 && strings.HasPrefix(inc.Members[0], "Pod/")
 }
 
 // withRecent gives a notification that gathers no context of its own the

@@ -50,18 +50,43 @@ func detectMissedSchedule(obj runtime.Object, _ Params, now time.Time) ([]Detect
 // evaluated again then, though it will not have changed.
 func cronWake(obj runtime.Object, _ Params, now time.Time) time.Duration {
 	cj, ok := obj.(*batchv1.CronJob)
-	if !ok || skipCron(cj) {
+	if !ok {
 		return 0
 	}
-	sched, _, err := cronSchedule(cj)
-	if err != nil || readable(sched, cj) != nil {
-		return 0
+	r, ok, _ := readCron(cj)
+	if !ok || !r.late.After(now) {
+		return 0 // nothing to watch for, or missed already (the detection holds)
 	}
-	_, late := dueAndLate(sched, cj)
-	if late.IsZero() || !late.After(now) {
-		return 0 // missed already (the detection holds), or never due
+	return r.late.Sub(now) + time.Second
+}
+
+// cronReading is a CronJob's schedule read as the controller reads it,
+// and its next run: when it is due, and when it counts as missed.
+type cronReading struct {
+	sched     cron.Schedule
+	loc       *time.Location
+	due, late time.Time
+}
+
+// readCron reads cj for the detector and its wake alike. ok is false when
+// there is no run to watch for: deleted, suspended, never due again, or
+// a schedule herald cannot read as the controller does (err then says
+// why, when the operator should hear of it).
+func readCron(cj *batchv1.CronJob) (r cronReading, ok bool, err error) {
+	if skipCron(cj) {
+		return r, false, nil
 	}
-	return late.Sub(now) + time.Second
+	if r.sched, r.loc, err = cronSchedule(cj); err != nil {
+		return r, false, err
+	}
+	if err := readable(r.sched, cj); err != nil {
+		if errors.Is(err, errUnreadable) {
+			return r, false, nil
+		}
+		return r, false, err
+	}
+	r.due, r.late = dueAndLate(r.sched, cj)
+	return r, !r.late.IsZero(), nil
 }
 
 func skipCron(cj *batchv1.CronJob) bool {
@@ -164,7 +189,7 @@ func cronSince(cj *batchv1.CronJob) time.Time {
 
 func startingDeadline(cj *batchv1.CronJob) time.Duration {
 	if d := cj.Spec.StartingDeadlineSeconds; d != nil && *d > 0 {
-		return min(time.Duration(min(*d, int64(maxStartingDeadline/time.Second)))*time.Second, maxStartingDeadline)
+		return time.Duration(min(*d, int64(maxStartingDeadline/time.Second))) * time.Second
 	}
 	return 0
 }
@@ -172,23 +197,11 @@ func startingDeadline(cj *batchv1.CronJob) time.Duration {
 // cronMissed is the detection of a run that was due and did not start,
 // or nil.
 func cronMissed(cj *batchv1.CronJob, now time.Time) (*Detection, error) {
-	if skipCron(cj) {
-		return nil, nil
-	}
-	sched, loc, err := cronSchedule(cj)
-	if err != nil {
+	r, ok, err := readCron(cj)
+	if !ok || !now.After(r.late) {
 		return nil, err
 	}
-	if err := readable(sched, cj); err != nil {
-		if errors.Is(err, errUnreadable) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	due, late := dueAndLate(sched, cj)
-	if late.IsZero() || !now.After(late) {
-		return nil, nil
-	}
+	sched, loc, due := r.sched, r.loc, r.due
 	missed := 0
 	for t := due; !t.IsZero() && t.Before(now) && missed <= maxMissedCounted; t = sched.Next(t) {
 		missed++
