@@ -88,6 +88,7 @@ var DefaultAgree = map[string]string{
 	"KubeDeploymentRolloutStuck": "ProgressDeadlineExceeded",
 	"KubeNodeNotReady":           "NodeNotReady",
 	"KubeHpaMaxedOut":            "AtMaxReplicas",
+	"KubeJobNotCompleted":        "JobRunningLong",
 }
 
 // AlertKinds are the kinds an alert can be mapped to.

@@ -172,6 +172,8 @@ func Ended(inc incident.Incident) string {
 			return "the autoscaler no longer wants more than its maximum"
 		case "MissedSchedule":
 			return "a run started, or the CronJob was suspended"
+		case "JobRunningLong":
+			return "the Job finished or was suspended"
 		}
 		return "the " + kind + " no longer has it"
 	}

@@ -77,6 +77,7 @@ func TestEndedByReason(t *testing.T) {
 	for reason, want := range map[string]string{
 		"AtMaxReplicas":  "the autoscaler no longer wants more than its maximum",
 		"MissedSchedule": "a run started, or the CronJob was suspended",
+		"JobRunningLong": "the Job finished or was suspended",
 		"PVCPending":     "the claim is bound",
 	} {
 		inc := incident.Incident{Reason: reason, Ended: incident.EndedRecovered, Object: rules.ObjectRef{Kind: "Thing"}}

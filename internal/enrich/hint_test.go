@@ -31,10 +31,11 @@ func TestHint(t *testing.T) {
 		{"ImagePullBackOff", map[string]string{"message": "rpc error: manifest unknown"}, "does not exist"},
 		{"ImagePullBackOff", map[string]string{"message": "pull access denied, authorization failed: 401 Unauthorized"}, "refused the pull"},
 		{"Evicted", map[string]string{"message": "The node was low on resource: memory. Threshold quantity: 100Mi"}, "low on memory"},
+		{"JobRunningLong", nil, "kubectl logs job/backup-1 -n shop says what"},
 		{"NodeNotReady", nil, ""},
 	}
 	for _, tt := range tests {
-		got := Hint(incident.Incident{Reason: tt.reason, Facts: tt.facts, Object: rules.ObjectRef{Namespace: "shop"}})
+		got := Hint(incident.Incident{Reason: tt.reason, Facts: tt.facts, Object: rules.ObjectRef{Namespace: "shop", Name: "backup-1"}})
 		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
 			t.Errorf("%s %v: %q, want it to say %q", tt.reason, tt.facts, got, tt.want)
 		}

@@ -260,6 +260,18 @@ func Samples() []Sample {
 	missed.Context = &incident.Context{Hint: "The previous run is still going and the CronJob forbids two at once: see why Job backup-29922300 takes so long, or delete it; set activeDeadlineSeconds on the job template to bound a run."}
 	add("missed-schedule", "a CronJob's run was due and did not start: when it was due, how many runs were missed, and, when a Job still running under `concurrencyPolicy: Forbid` blocks it, which Job", missed)
 
+	job := incident.Incident{
+		ID: "10b000000000long-1", Occurrence: 1, Fingerprint: "10b000000000long", Rule: "job-long-running", Severity: "warning", Reason: "JobRunningLong",
+		Object: rules.ObjectRef{Kind: "Job", Namespace: "shop", Name: "backup-29922300", UID: "j1"},
+		Facts: map[string]string{"startTime": "2026-11-22T08:00:00Z", "active": "1", "cronJob": "backup", "activeDeadlineSeconds": "21600"},
+		Title: "JobRunningLong: Job shop/backup-29922300",
+		Text:  "JobRunningLong: Job shop/backup-29922300: this run of CronJob backup has been running for 2 h (since 2026-11-22 08:00 UTC), 1 pod active; its activeDeadlineSeconds ends it at 2026-11-22 14:00 UTC",
+		Sinks: []string{"chat"}, FirstSeen: sampleStart,
+	}
+	long := note(job, incident.Firing, 1, at(0))
+	long.Context = &incident.Context{Hint: "A Job past its usual time is usually waiting on something (a lock, a network call without a timeout, a volume): kubectl logs job/backup-29922300 -n shop says what; activeDeadlineSeconds in its spec makes the controller end runs that hang."}
+	add("long-running", "a Job still running past its rule's bound (`for:`): for how long, the CronJob it is a run of, and when its own deadline would end it", long)
+
 	node := incident.Incident{
 		ID: "0de0000000000n7-1", Occurrence: 1, Fingerprint: "0de0000000000n7", Rule: "node-notready", Severity: "critical", Reason: "NodeNotReady",
 		Object: rules.ObjectRef{Kind: "Node", Name: "node-7", UID: "n7"},

@@ -56,8 +56,12 @@ type detectorSpec struct {
 	// alone (a CronJob's run comes due), says how long until the object,
 	// unchanged, could show it: the object is evaluated again then. 0:
 	// no such time.
-	wake             func(obj runtime.Object, p Params, now time.Time) time.Duration
-	defaultFor       time.Duration
+	wake       func(obj runtime.Object, p Params, now time.Time) time.Duration
+	defaultFor time.Duration
+	// forIsBound, when set, says what the rule's for: means for a
+	// detector that reports a state normal for a while (a Job running):
+	// only for: makes it a problem, so for: 0s is refused.
+	forIsBound       string
 	defaultThreshold int
 	defaultWindow    time.Duration
 	defaultSettle    time.Duration
@@ -105,6 +109,7 @@ var detectors = map[string]map[string]detectorSpec{
 	"Job": {
 		"job-failed":     {detect: detectJobFailed},
 		"cronjob-failed": {detect: detectCronJobFailed},
+		"long-running":   {detect: detectLongRunning, defaultFor: time.Hour, forIsBound: "how long a Job may run"},
 	},
 	"CronJob": {"missed-schedule": {detect: detectMissedSchedule, wake: cronWake, defaultFor: 5 * time.Minute}},
 	"Node": {

@@ -213,6 +213,9 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 	}
 	if rc.For != nil {
 		r.forDur = *rc.For
+		if bound := detectors[kind][rc.Detector].forIsBound; bound != "" && r.forDur <= 0 {
+			errs = append(errs, cfg.ErrorAt(p+".for", "for: is %s before the %s detector alerts: give the longest that is normal (e.g. for: 2h), not %s", bound, rc.Detector, r.forDur))
+		}
 	}
 	if rc.Labels != "" {
 		if r.selector, err = labels.Parse(rc.Labels); err != nil {

@@ -157,6 +157,13 @@ func TestDetectors(t *testing.T) {
 		{"Job", "job-failed", "", "job-complete.yaml", ""},
 		{"Job", "cronjob-failed", "", "job-failed.yaml", "CronJobFailed"},
 		{"Job", "cronjob-failed", "", "job-complete.yaml", ""},
+		// Running is the state; for: (1h by default) makes it a problem.
+		{"Job", "long-running", "", "job-running.yaml", "JobRunningLong"},
+		{"Job", "long-running", "", "job-started.yaml", "JobRunningLong"},
+		{"Job", "long-running", "", "job-complete.yaml", ""},
+		{"Job", "long-running", "", "job-failed.yaml", ""},
+		{"Job", "long-running", "", "job-failing.yaml", ""},
+		{"Job", "long-running", "", "job-suspended.yaml", ""},
 		{"Node", "node-not-ready", "", "node-notready.yaml", "NodeNotReady"},
 		{"Node", "node-not-ready", "", "node-ok.yaml", ""},
 		{"Node", "node-pressure", "", "node-notready.yaml", "MemoryPressure"},

@@ -13,7 +13,7 @@ internal/chart's TestChecksKnowEveryDetector holds it. */}}
   "Deployment" (list "rollout-stuck" "unavailable")
   "StatefulSet" (list "unavailable")
   "DaemonSet" (list "unavailable")
-  "Job" (list "cronjob-failed" "job-failed")
+  "Job" (list "cronjob-failed" "job-failed" "long-running")
   "CronJob" (list "missed-schedule")
   "Node" (list "node-not-ready" "node-pressure")
   "PersistentVolumeClaim" (list "pvc-pending")
