@@ -58,6 +58,24 @@ func Truncate(n int, s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
+// TruncateBytes keeps at most n bytes of the start of s, never half a
+// UTF-8 sequence, ending in … (3 bytes, counted) when it cut.
+func TruncateBytes(n int, s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	if n < len(ellipsis) {
+		return ""
+	}
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
 // TruncateEnd keeps at most n characters of the end of s.
 func TruncateEnd(n int, s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")

@@ -1,6 +1,9 @@
 package sinks
 
-import "testing"
+import (
+	"testing"
+	"unicode/utf8"
+)
 
 func TestTextHelpers(t *testing.T) {
 	for _, tt := range []struct {
@@ -24,6 +27,27 @@ func TestTextHelpers(t *testing.T) {
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestTruncateBytes: at most n bytes, never half a character, the … inside
+// the count; invalid UTF-8 is replaced, not passed on.
+func TestTruncateBytes(t *testing.T) {
+	for _, tt := range []struct {
+		n        int
+		in, want string
+	}{
+		{10, "short", "short"},
+		{6, "abcdefgh", "abc…"},
+		{7, "€€€", "€…"}, // 3 bytes each: a second € and … would be 9
+		{5, "€€€", "…"},
+		{2, "€€€", ""},
+		{4096, "ok\xff", "ok\uFFFD"},
+	} {
+		got := TruncateBytes(tt.n, tt.in)
+		if got != tt.want || len(got) > tt.n || !utf8.ValidString(got) {
+			t.Errorf("TruncateBytes(%d, %q) = %q, want %q", tt.n, tt.in, got, tt.want)
 		}
 	}
 }

@@ -106,6 +106,10 @@ var bodyFuncs = template.FuncMap{
 	// truncate keeps at most n characters (not bytes: never half a UTF-8
 	// sequence), ending in … when it cut.
 	"truncate": truncate,
+	// truncateBytes keeps at most n bytes of UTF-8 (never half a
+	// character), ending in … when it cut: for tools whose limit is in
+	// bytes (ntfy's 4,096-byte message).
+	"truncateBytes": sinks.TruncateBytes,
 	// join joins strings (log lines) with sep.
 	"join":  func(sep string, s []string) string { return strings.Join(s, sep) },
 	"upper": strings.ToUpper,
@@ -129,6 +133,11 @@ var bodyFuncs = template.FuncMap{
 	"slackEscape":    func(s string) string { return sinks.SlackEscape(sinks.Unfence(s)) },
 	"markdownEscape": sinks.MarkdownEscape,
 	"codeBlock":      sinks.CodeBlock,
+	// telegramText N s and telegramCode N s are Telegram's MarkdownV2
+	// (escaped and cut in one step, counting as Telegram counts: see
+	// sinks/telegram.go); no truncate around them.
+	"telegramText": sinks.TelegramText,
+	"telegramCode": sinks.TelegramCode,
 	// color is a transition's or severity's colour as an RGB integer
 	// (Discord's embeds), colorHex as #rrggbb (Rocket.Chat, Mattermost).
 	"color":    func(p sinks.Payload) int { return color(p) },
