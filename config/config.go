@@ -143,6 +143,9 @@ type Rule struct {
 	// e.g. https://wiki.example.com/runbooks/{{ .Reason }} (the data of
 	// message templates).
 	RunbookURL string `yaml:"runbookURL"`
+	// Links are the team's own links on this rule's messages (a
+	// dashboard, a log search), beside a matching route's.
+	Links []Link `yaml:"links"`
 	// Severity is info, warning or critical (default warning).
 	Severity   string            `yaml:"severity"`
 	Namespaces NamespaceSelector `yaml:"namespaces"`

@@ -25,6 +25,9 @@ type Route struct {
 	// Continue goes on to the next routes after this one matched: the
 	// incident then also goes where they send it.
 	Continue bool `yaml:"continue"`
+	// Links are put on the messages of the incidents this route takes,
+	// after the rule's own.
+	Links []Link `yaml:"links"`
 }
 
 // RouteMatch is what an incident must have for a route to take it: every
@@ -105,6 +108,7 @@ func (c *Config) validateRoutes(add func(string, string, ...any)) {
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
 		checkName(p, "route", " (it is shown by herald test --route and in logs)", r.Name, names, add)
+		validateLinks(p+".links", r.Links, add)
 		names[r.Name] = true
 		for j, ns := range r.Match.Namespaces {
 			if _, err := path.Match(ns, ""); err != nil || ns == "" {

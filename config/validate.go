@@ -139,6 +139,7 @@ func (c *Config) validate() Errors {
 	for i, r := range c.Rules {
 		p := fmt.Sprintf("rules[%d]", i)
 		checkName(p, "rule", "", r.Name, ruleNames, add)
+		validateLinks(p+".links", r.Links, add)
 		if r.Schedule != nil {
 			c.Rules[i].Schedule.compile(p+".schedule", add)
 		}

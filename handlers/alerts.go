@@ -31,6 +31,7 @@ func (c *Controller) assessDetached(key watcher.Key, start time.Time, detached b
 	}
 	findings := c.Alerts.Join(key, nil, c.rules.Load(), c.isOpen)
 	c.routeDetached(findings)
+	c.fillLinks(nil, findings)
 	return assessment{exists: detached || len(findings) > 0, findings: findings, start: start}
 }
 

@@ -44,6 +44,8 @@ type Options struct {
 	Metrics    *Metrics
 	// Now is the clock rules evaluate against (time.Now in production).
 	Now func() time.Time
+	// ClusterName fills links' .Cluster.
+	ClusterName string
 	// FirstStart is true when the ledger was empty (a first install):
 	// what the first full reconcile finds is sent as Startup says:
 	// "digest" (one summary per sink), "notify" or "silent".
@@ -258,6 +260,9 @@ func (c *Controller) assess(key watcher.Key) (assessment, error) {
 		findings = c.Alerts.Join(key, findings, set, c.isOpen)
 	}
 	c.route(obj, findings)
+	if m, ok := obj.(metav1.Object); ok {
+		c.fillLinks(m, findings)
+	}
 	return assessment{exists: true, findings: findings, start: start, wake: ev.Wake}, nil
 }
 

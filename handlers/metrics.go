@@ -10,6 +10,7 @@ type Metrics struct {
 	Queue            workqueue.MetricsProvider
 	Events           *prometheus.CounterVec
 	RuleErrors       *prometheus.CounterVec
+	LinkErrors       *prometheus.CounterVec
 	FindingsExcluded *prometheus.CounterVec
 	Notifications    *prometheus.CounterVec
 	ReconcileSeconds prometheus.Histogram
@@ -30,6 +31,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		RuleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_rule_evaluation_errors_total", Help: "Rule evaluations that failed (CEL runtime errors, template errors), by rule.",
 		}, []string{"rule"}),
+		LinkErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_link_errors_total", Help: "Links left out of notifications (a template that failed, or filled a URL that is not http or https), by rule.",
+		}, []string{"rule"}),
 		FindingsExcluded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_findings_excluded_total", Help: "Findings a rule's exclude block dropped, per evaluation, by rule and by what matched (names, containers, namespaces, labels, logPattern, when).",
 		}, []string{"rule", "by"}),
@@ -48,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.RuleErrors, m.FindingsExcluded, m.Notifications, m.ReconcileSeconds, m.Routed, m.RoutingRefused)
+		reg.MustRegister(m.Events, m.RuleErrors, m.LinkErrors, m.FindingsExcluded, m.Notifications, m.ReconcileSeconds, m.Routed, m.RoutingRefused)
 	}
 	m.Queue = newQueueMetrics(reg)
 	return m

@@ -63,6 +63,7 @@ func (c *Controller) decide(subject route.Subject, findings []rules.Finding) {
 		s := subject.WithFinding(*f)
 		d := table.Decide(s)
 		f.Sinks, f.Channel, f.Dest, f.Mentions, f.Route = d.Sinks, d.Channel, d.Dest, d.Mentions, strings.Join(d.Routes, ",")
+		f.RouteLinks = d.Links
 		if d.Refused != "" {
 			c.Metrics.RoutingRefused.Inc()
 			if _, ok := c.refusals.Allow(s.Namespace); ok {

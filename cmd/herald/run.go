@@ -204,6 +204,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		Metrics:          handlers.NewMetrics(reg),
 		RouteByNamespace: hasSlack(cfg),
 		Routes:           routesOf(cfg),
+		ClusterName:      cfg.ClusterName,
 		Namespaces:       true,
 		Startup:          cfg.Incidents.Startup,
 		Delivered:        tracker.Delivered,

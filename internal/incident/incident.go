@@ -47,6 +47,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-k8s/herald/internal/links"
 	"github.com/herald-k8s/herald/internal/rules"
 )
 
@@ -183,6 +184,9 @@ type Incident struct {
 	NoLogs    bool `json:"noLogs,omitempty"`
 	// RunbookURL is the rule's link for this problem.
 	RunbookURL string `json:"runbook,omitempty"`
+	// Links are the rule's and the routes' links, filled at the last
+	// reconcile (internal/links).
+	Links []links.Link `json:"links,omitempty"`
 	// Ack is who took the incident on, if anyone (ack.go).
 	Ack *Ack `json:"ack,omitempty"`
 

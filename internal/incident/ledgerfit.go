@@ -43,7 +43,7 @@ const fitSteps = 3
 // fitForLedger returns a copy of inc cut down, more at each step: (0)
 // every text to fitText, the member sample to fitMembers; (1) only the
 // newest fitPending pending notifications (an older one is superseded by
-// a newer one for the same incident); (2) no facts, text or refs, the
+// a newer one for the same incident), and no links; (2) no facts, text or refs, the
 // title to fitTitle, one pending notification. What is left — identity,
 // counts, times, and the configuration's sink names — is bounded by the
 // configuration, not by anything in the cluster.
@@ -66,6 +66,11 @@ func fitForLedger(inc *Incident, step int) *Incident {
 	}
 	if step >= 1 && len(c.Pending) > fitPending {
 		c.Pending = c.Pending[len(c.Pending)-fitPending:]
+	}
+	if step >= 1 {
+		// Up to 10 KB, filled again at the incident's next reconcile;
+		// a link cut short would be a broken one.
+		c.Links = nil
 	}
 	if step >= 2 {
 		c.Facts, c.Text, c.Refs = nil, "", nil

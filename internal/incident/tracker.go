@@ -177,7 +177,7 @@ func (t *Tracker) continueIncident(inc *Incident, object string, f rules.Finding
 	inc.ruleChanged = false
 	inc.repeat, inc.restartStep, inc.updateEvery, inc.Sinks, inc.Channel = f.Repeat, f.RestartStep, f.UpdateInterval, f.Sinks, f.Channel
 	inc.Route, inc.Dest, inc.Mentions = f.Route, f.Dest, f.Mentions
-	inc.NoContext, inc.NoLogs, inc.RunbookURL = f.NoContext, f.NoLogs, f.RunbookURL
+	inc.NoContext, inc.NoLogs, inc.RunbookURL, inc.Links = f.NoContext, f.NoLogs, f.RunbookURL, f.Links
 	if inc.Grouped {
 		inc.Total = max(f.GroupTotal, inc.MemberCount)
 	}
@@ -214,7 +214,7 @@ func (t *Tracker) openIncident(object, fp string, f rules.Finding, now time.Time
 		Title: f.Title, Text: f.Text, Sinks: f.Sinks, FirstSeen: now,
 		repeat: f.Repeat, restartStep: f.RestartStep, updateEvery: f.UpdateInterval, Channel: f.Channel,
 		Route: f.Route, Dest: f.Dest, Mentions: f.Mentions,
-		NoContext: f.NoContext, NoLogs: f.NoLogs, RunbookURL: f.RunbookURL,
+		NoContext: f.NoContext, NoLogs: f.NoLogs, RunbookURL: f.RunbookURL, Links: f.Links,
 	}
 	if f.GroupByWorkload && f.Group != nil {
 		inc.Grouped, inc.Object, inc.Total = true, *f.Group, max(f.GroupTotal, 1)

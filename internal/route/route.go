@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/links"
 	"github.com/herald-k8s/herald/internal/rules"
 )
 
@@ -69,6 +70,8 @@ type Decision struct {
 	Dest     map[string]string
 	Channel  string
 	Mentions []string
+	// Links are the matching routes' links, in order.
+	Links []links.Set
 	// Refused says why an annotation's channel was not used ("" if it
 	// was, or there was none).
 	Refused string
@@ -85,6 +88,7 @@ type Table struct {
 type compiled struct {
 	config.Route
 	nsSelector, selector labels.Selector
+	links                links.Set
 }
 
 // Compile checks and compiles cfg's routes; errors carry the file's
@@ -102,6 +106,9 @@ func Compile(cfg *config.Config) (*Table, config.Errors) {
 		if c.selector, err = parseSelector(r.Match.Labels); err != nil {
 			errs = append(errs, cfg.ErrorAt(p+".labels", "bad label selector: %v", err))
 		}
+		var linkErrs config.Errors
+		c.links, linkErrs = links.Compile(cfg, fmt.Sprintf("routes[%d].links", i), r.Links)
+		errs = append(errs, linkErrs...)
 		t.routes = append(t.routes, c)
 	}
 	if len(errs) > 0 {
@@ -136,6 +143,9 @@ func (t *Table) Decide(s Subject) Decision {
 				continue
 			}
 			d.take(r.Route)
+			if len(r.links) > 0 {
+				d.Links = append(d.Links, r.links)
+			}
 			if !r.Continue {
 				break
 			}

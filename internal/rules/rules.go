@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/internal/links"
 	"github.com/herald-k8s/herald/internal/redact"
 )
 
@@ -70,6 +71,12 @@ type Finding struct {
 	NoContext, NoLogs bool
 	// RunbookURL is the rule's rendered runbook link ("" if none).
 	RunbookURL string
+	// RuleLinks are the rule's link templates, and RouteLinks those of
+	// the routes that took the finding; Links is what the reconcile loop
+	// filled them with (it knows the workload and the time window).
+	RuleLinks  links.Set
+	RouteLinks []links.Set
+	Links      []links.Link
 	// Group is the workload a grouped finding belongs to, and GroupTotal
 	// how many pods it has; the reconcile loop fills them in from the
 	// cache (the rules see one object at a time).
@@ -112,6 +119,7 @@ type Rule struct {
 	condition *condition
 	message   *message
 	exclusion *exclusion // exclude.go
+	links     links.Set
 }
 
 // Set is every compiled rule, indexed by kind.
@@ -227,9 +235,11 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 			errs = append(errs, cfg.ErrorAt(p+".namespaces.labels", "bad label selector: %v", err))
 		}
 	}
-	var exclErrs config.Errors
+	var exclErrs, linkErrs config.Errors
 	r.exclusion, exclErrs = compileExclude(cfg, p+".exclude", rc.Exclude, celEnv)
 	errs = append(errs, exclErrs...)
+	r.links, linkErrs = links.Compile(cfg, p+".links", rc.Links)
+	errs = append(errs, linkErrs...)
 	msg, msgErrs := compileMessage(rc.Message, rc.RunbookURL)
 	for _, e := range msgErrs {
 		field := p + ".message." + e.field
@@ -385,7 +395,7 @@ func (r *Rule) evaluate(in *input, red *redact.Redactor) ([]Finding, error) {
 			Since: d.Since, RecheckAfter: d.RecheckAfter,
 			GroupByWorkload: r.groupBy, Repeat: r.repeat, RestartStep: r.restartStep, UpdateInterval: r.updateEvery,
 			NoContext: r.noContext, NoLogs: r.noLogs,
-			Channel: r.channel,
+			Channel: r.channel, RuleLinks: r.links,
 		}
 		if d.Object != nil {
 			f.Object = *d.Object
