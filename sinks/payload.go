@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/links"
 )
 
 // PayloadVersion is the schema version of Payload; docs/payload.md
@@ -70,6 +71,9 @@ type PayloadIncident struct {
 	Flapping bool `json:"flapping,omitempty"`
 	// RunbookURL is the rule's runbook link for this problem.
 	RunbookURL string `json:"runbookURL,omitempty"`
+	// Links are the team's own links for this incident (its rule's and
+	// routes' links:), filled from it: a dashboard, a log search.
+	Links []links.Link `json:"links,omitempty"`
 	// Ended says how a resolved incident ended: "recovered" (the object
 	// no longer has the problem) or "deleted" (it is gone).
 	Ended string `json:"ended,omitempty"`
@@ -127,7 +131,7 @@ func NewPayload(n incident.Notification) Payload {
 		Time:       n.Time.UTC(),
 		Incident: PayloadIncident{
 			ID: inc.ID, Fingerprint: inc.Fingerprint, Rule: inc.Rule, Severity: inc.Severity,
-			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(), Flapping: inc.Flapping, RunbookURL: inc.RunbookURL, Ended: inc.Ended,
+			Reason: inc.Reason, FirstSeen: inc.FirstSeen.UTC(), Flapping: inc.Flapping, RunbookURL: inc.RunbookURL, Links: inc.Links, Ended: inc.Ended,
 		},
 		Object:    PayloadObject{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name, UID: inc.Object.UID},
 		Container: inc.Container,

@@ -51,6 +51,19 @@ func (p *Payload) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"flapping":true`...)
 	}
 	b = appendOptional(b, `,"runbookURL":`, in.RunbookURL)
+	if len(in.Links) > 0 {
+		b = append(b, `,"links":[`...)
+		for i, l := range in.Links {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = appendString(b, l.Name)
+			b = append(b, `,"url":`...)
+			b = append(appendString(b, l.URL), '}')
+		}
+		b = append(b, ']')
+	}
 	b = appendOptional(b, `,"ended":`, in.Ended)
 	b = append(b, `},"object":{"kind":`...)
 	b = appendString(b, p.Object.Kind)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/links"
 	"github.com/herald-k8s/herald/internal/rules"
 )
 
@@ -53,7 +54,16 @@ func crashIncident() incident.Incident {
 		Sinks: []string{"chat"}, FirstSeen: sampleStart, Members: []string{"Pod/shop/checkout-7d9f8b6c5-x2x9q"}, MemberCount: 1,
 		Mentions: []string{"S0PAYMENTS", "U0ALICE"}, Route: "payments",
 		RunbookURL: "https://runbooks.example.com/crashloop",
+		Links:      sampleLinks,
 	}
+}
+
+// sampleLinks are a rule's links: a dashboard of the workload and a log
+// search of its namespace and app, over the incident's time window
+// (docs/routing.md, Links), as internal/links fills them.
+var sampleLinks = []links.Link{
+	{Name: "Dashboard", URL: "https://grafana.example.com/d/k8s-workload?var-namespace=shop&var-workload=checkout&from=1795340700000&to=1795342350000"},
+	{Name: "Logs", URL: "https://grafana.example.com/explore?left=%7B%22queries%22:[%7B%22expr%22:%22%7Bnamespace=%5C%22shop%5C%22,app=%5C%22checkout%5C%22%7D%22%7D]%7D"},
 }
 
 // crashContext is what enrich gathers for a crash of pod seen at.
@@ -197,7 +207,7 @@ func Samples() []Sample {
 		Text:  "CrashLoopBackOff: Pod shop/checkout-7d9f8b6c5-x2x9q container app: restarted 4 times, last exit code 1 (Error)",
 		Sinks: []string{"chat"}, FirstSeen: sampleStart, Grouped: true, Total: 10, MemberCount: 3,
 		Members:  []string{"Pod/shop/checkout-7d9f8b6c5-4kq2z", "Pod/shop/checkout-7d9f8b6c5-m8d1w", "Pod/shop/checkout-7d9f8b6c5-x2x9q"},
-		Mentions: []string{"S0PAYMENTS"}, RunbookURL: "https://runbooks.example.com/crashloop",
+		Mentions: []string{"S0PAYMENTS"}, RunbookURL: "https://runbooks.example.com/crashloop", Links: sampleLinks,
 	}
 	g := note(grouped, incident.Firing, 1, at(13*time.Minute))
 	g.Context = crashContext("shop/checkout-7d9f8b6c5-x2x9q", g.Time)

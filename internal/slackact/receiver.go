@@ -202,6 +202,9 @@ func (r *Receiver) handle(ctx context.Context, cb slack.InteractionCallback) {
 	}
 	for _, a := range cb.ActionCallback.BlockActions {
 		kind, known := kinds[a.ActionID]
+		if !known && strings.HasPrefix(a.ActionID, slacksink.LinkActionPrefix) {
+			continue // a link button: Slack opened its URL; nothing to do here
+		}
 		if !known {
 			r.count("unknown", "unknown") // not the ID: an app shared with others would grow the label without bound
 			continue

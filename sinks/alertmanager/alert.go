@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/links"
 	"github.com/herald-k8s/herald/sinks"
 )
 
@@ -68,6 +69,7 @@ func (s *Sink) alert(n incident.Notification) Alert {
 	note("summary", inc.Title)
 	note("description", inc.Text)
 	note("runbook_url", inc.RunbookURL)
+	note("links", linksText(inc.Links))
 	note("change", n.Change)
 	note("herald_incident", inc.ID)
 	if a := inc.Ack; a != nil {
@@ -142,4 +144,14 @@ func contextText(c *incident.Context) string {
 		fmt.Fprintf(&b, "Context incomplete: %s\n", c.Unavailable)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// linksText is the incident's links, one "name: url" a line (an
+// annotation's key must be a label name, which a link's name need not be).
+func linksText(ls []links.Link) string {
+	lines := make([]string, len(ls))
+	for i, l := range ls {
+		lines[i] = l.Name + ": " + l.URL
+	}
+	return strings.Join(lines, "\n")
 }

@@ -190,6 +190,9 @@ func (s *Sink) Event(n incident.Notification) Event {
 	if inc.RunbookURL != "" {
 		e.Links = []Link{{Href: inc.RunbookURL, Text: "Runbook"}}
 	}
+	for _, l := range inc.Links {
+		e.Links = append(e.Links, Link{Href: l.URL, Text: l.Name})
+	}
 	return e
 }
 

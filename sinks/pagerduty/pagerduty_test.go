@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
+	"github.com/herald-k8s/herald/internal/links"
 	"github.com/herald-k8s/herald/internal/oncalltest"
 	"github.com/herald-k8s/herald/sinks"
 )
@@ -24,6 +25,7 @@ func notification(tr incident.Transition, seq int) incident.Notification {
 		Reason: "CrashLoopBackOff", Container: "api", Title: "shop/api-1: container api is crash-looping",
 		Text: "Restarted 5 times.", Sinks: []string{"pd"}, FirstSeen: time.Now().Add(-time.Minute),
 		Facts: map[string]string{"restartCount": "5"}, RunbookURL: "https://runbooks.example.com/CrashLoopBackOff",
+		Links: []links.Link{{Name: "Logs", URL: "https://grafana.example.com/explore?ns=shop"}},
 	}
 	inc.Object.Kind, inc.Object.Namespace, inc.Object.Name = "Pod", "shop", "api-1"
 	return incident.Notification{Incident: inc, Transition: tr, Seq: seq, Time: time.Now()}
@@ -91,8 +93,8 @@ func TestTriggerUpdateAcknowledgeResolve(t *testing.T) {
 	if p.CustomDetails["logs"] != "panic: boom" || p.CustomDetails["hint"] == "" || p.CustomDetails["fact.restartCount"] != "5" {
 		t.Errorf("custom details = %v, want the crash context and facts", p.CustomDetails)
 	}
-	if len(events[0].Links) != 1 || events[0].Links[0].Href != firing.Incident.RunbookURL {
-		t.Errorf("links = %+v, want the runbook", events[0].Links)
+	if ls := events[0].Links; len(ls) != 2 || ls[0].Href != firing.Incident.RunbookURL || ls[1] != (Link{Href: "https://grafana.example.com/explore?ns=shop", Text: "Logs"}) {
+		t.Errorf("links = %+v, want the runbook, then the rule's Logs link", events[0].Links)
 	}
 	if got := events[1].Payload.CustomDetails["change"]; got != "restarts 5 → 10" {
 		t.Errorf("the update's change = %q", got)

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -142,4 +143,28 @@ func actionsBlock(n incident.Notification, noSilence bool) slack.Block {
 		elements = append(elements, b)
 	}
 	return slack.NewActionBlock(ActionsBlockID, elements...)
+}
+
+// LinksBlockID names the block of the incident's own links (a dashboard,
+// a log search), and LinkActionPrefix their buttons' action IDs: Slack
+// tells an interactive app of a press on a link button too, and the
+// receiver lets those go.
+const (
+	LinksBlockID     = "herald_links"
+	LinkActionPrefix = "herald_link_"
+)
+
+// linksBlock is a row of link buttons, one per link of the incident's
+// rule and routes (nil: none). A button opens its URL; the text is the
+// link's name from the configuration, never text from the cluster.
+func linksBlock(inc incident.Incident) slack.Block {
+	if len(inc.Links) == 0 {
+		return nil
+	}
+	elements := make([]slack.BlockElement, 0, len(inc.Links))
+	for i, l := range inc.Links {
+		b := slack.NewButtonBlockElement(LinkActionPrefix+strconv.Itoa(i), "", slack.NewTextBlockObject(slack.PlainTextType, l.Name, false, false))
+		elements = append(elements, b.WithURL(l.URL))
+	}
+	return slack.NewActionBlock(LinksBlockID, elements...)
 }

@@ -181,6 +181,9 @@ func RenderWith(n incident.Notification, now time.Time, o RenderOptions) Message
 			blocks = append(blocks, b)
 		}
 	}
+	if b := linksBlock(inc); b != nil {
+		blocks = append(blocks, b)
+	}
 	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("herald · rule `%s` · %s · %s", inline(inc.Rule), n.Transition, n.ID()))))
 	return Message{
 		Text:     truncate(escape(headline), maxSection),

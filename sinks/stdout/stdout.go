@@ -123,6 +123,13 @@ func Format(n incident.Notification, cluster string, now time.Time) string {
 			line += "\n    undo: " + oneLine(c.Undo)
 		}
 	}
+	if len(inc.Links) > 0 && n.Transition == incident.Firing {
+		var ls []string
+		for _, l := range inc.Links {
+			ls = append(ls, oneLine(l.Name)+" "+oneLine(l.URL))
+		}
+		line += "\n    links: " + strings.Join(ls, " · ")
+	}
 	return line
 }
 

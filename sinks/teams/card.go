@@ -125,6 +125,11 @@ func card(n incident.Notification, cluster string, level detail, now time.Time) 
 		if u := inc.RunbookURL; u != "" && len(u) <= 2000 && open {
 			actions = append(actions, map[string]any{"type": "Action.OpenUrl", "title": "Runbook", "url": u})
 		}
+		// The team's own links (a dashboard, a log search): names from
+		// the configuration, URLs filled and checked by internal/links.
+		for _, l := range inc.Links {
+			actions = append(actions, map[string]any{"type": "Action.OpenUrl", "title": l.Name, "url": l.URL})
+		}
 		body.text(fmt.Sprintf("herald · rule %s · %s · %s", escape(clip(inc.Rule, 100)), n.Transition, escape(clip(n.ID(), 300))), map[string]any{"isSubtle": true, "size": "Small"})
 	}
 	c := map[string]any{
