@@ -141,7 +141,14 @@ func New(opts Options) (*Controller, error) {
 		if err := c.watch(kind); err != nil {
 			// A rule on a kind the server does not serve (a CRD not
 			// installed yet) must not stop the other rules: retry later.
-			opts.Logger.Error("cannot watch kind yet; its rules wait, the others run", "kind", kind, "error", err)
+			// Said once: the retries are silent until one succeeds. A
+			// kind not served is a warning (the chart's defaults watch
+			// cert-manager's Certificates, which not every cluster has).
+			log := opts.Logger.Error
+			if errors.Is(err, watcher.ErrNotServed) {
+				log = opts.Logger.Warn
+			}
+			log("cannot watch kind yet; its rules wait, the others run, and herald watches it once it is served", "kind", kind, "error", err)
 			c.lateKinds = append(c.lateKinds, kind)
 		}
 	}

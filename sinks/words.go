@@ -174,6 +174,10 @@ func Ended(inc incident.Incident) string {
 			return "a run started, or the CronJob was suspended"
 		case "JobRunningLong":
 			return "the Job finished or was suspended"
+		case "CertificateExpiring":
+			return "the certificate was renewed"
+		case "CertificateNotReady":
+			return "the certificate is Ready"
 		}
 		return "the " + kind + " no longer has it"
 	}

@@ -75,10 +75,11 @@ func TestMuted(t *testing.T) {
 // ends in the words of its kind, not the fallback "no longer has it".
 func TestEndedByReason(t *testing.T) {
 	for reason, want := range map[string]string{
-		"AtMaxReplicas":  "the autoscaler no longer wants more than its maximum",
-		"MissedSchedule": "a run started, or the CronJob was suspended",
-		"JobRunningLong": "the Job finished or was suspended",
-		"PVCPending":     "the claim is bound",
+		"AtMaxReplicas":       "the autoscaler no longer wants more than its maximum",
+		"MissedSchedule":      "a run started, or the CronJob was suspended",
+		"JobRunningLong":      "the Job finished or was suspended",
+		"CertificateExpiring": "the certificate was renewed",
+		"PVCPending":          "the claim is bound",
 	} {
 		inc := incident.Incident{Reason: reason, Ended: incident.EndedRecovered, Object: rules.ObjectRef{Kind: "Thing"}}
 		if got := Ended(inc); got != want {

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -150,6 +152,40 @@ func realisticHPA(i int) *autoscalingv2.HorizontalPodAutoscaler {
 // realisticCronJob is a CronJob as a real cluster holds it: a pod
 // template of one container with a few variables and a volume, the
 // controller's status, managedFields.
+// jsonObject marshals a custom resource's content.
+type jsonObject map[string]any
+
+func (o jsonObject) Marshal() ([]byte, error) { return json.Marshal(map[string]any(o)) }
+
+// realisticCertificate is a cert-manager Certificate as ingress-shim
+// makes one for an Ingress: two DNS names, its owner, cert-manager's
+// status with three conditions' worth of history kept as one Ready and
+// one Issuing, and server-side apply's managedFields.
+func realisticCertificate(i int) jsonObject {
+	name := fmt.Sprintf("shop-%05d-tls", i)
+	return jsonObject{
+		"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+		"metadata": map[string]any{
+			"name": name, "namespace": "shop", "uid": fmt.Sprintf("0b6c6a8e-1f0e-4c1e-9a4e-%012d", i),
+			"resourceVersion": fmt.Sprint(100000 + i), "generation": 1, "creationTimestamp": "2026-08-29T00:10:00Z",
+			"labels":          map[string]any{"app.kubernetes.io/name": "shop", "app.kubernetes.io/instance": "shop-prod"},
+			"ownerReferences": []any{map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": fmt.Sprintf("shop-%05d", i), "uid": "1b6c6a8e-1f0e-4c1e-9a4e-3d2f1e0c9b8a", "controller": true, "blockOwnerDeletion": true}},
+			"managedFields": []any{map[string]any{"manager": "cert-manager-ingress-shim", "operation": "Apply", "apiVersion": "cert-manager.io/v1", "fieldsType": "FieldsV1",
+				"fieldsV1": map[string]any{"f:spec": map[string]any{"f:dnsNames": map[string]any{}, "f:issuerRef": map[string]any{"f:kind": map[string]any{}, "f:name": map[string]any{}}, "f:secretName": map[string]any{}}}}},
+		},
+		"spec": map[string]any{
+			"secretName": name, "dnsNames": []any{fmt.Sprintf("shop-%05d.example.com", i), fmt.Sprintf("www.shop-%05d.example.com", i)},
+			"issuerRef": map[string]any{"name": "letsencrypt-prod", "kind": "ClusterIssuer", "group": "cert-manager.io"},
+			"usages":    []any{"digital signature", "key encipherment"},
+		},
+		"status": map[string]any{
+			"notBefore": "2026-10-28T00:10:00Z", "notAfter": "2027-01-26T00:10:00Z", "renewalTime": "2026-12-27T00:10:00Z", "revision": 2,
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready", "message": "Certificate is up to date and has not expired",
+				"lastTransitionTime": "2026-10-28T00:11:00Z", "observedGeneration": 1}},
+		},
+	}
+}
+
 func realisticCronJob(i int) *batchv1.CronJob {
 	now := metav1.Now()
 	name := fmt.Sprintf("report-%05d", i)
@@ -192,6 +228,13 @@ func BenchmarkCacheMemory(b *testing.B) {
 			}},
 		{"CronJob", func(i int) interface{ Marshal() ([]byte, error) } { return realisticCronJob(i) },
 			func(raw []byte) (any, error) { c := &batchv1.CronJob{}; return c, c.Unmarshal(raw) }},
+		// A custom resource: JSON into unstructured, as the dynamic
+		// informer has it.
+		{"Certificate", func(i int) interface{ Marshal() ([]byte, error) } { return realisticCertificate(i) },
+			func(raw []byte) (any, error) {
+				u := &unstructured.Unstructured{}
+				return u, u.UnmarshalJSON(raw)
+			}},
 	} {
 		b.Run(kind.name, func(b *testing.B) { benchCacheMemory(b, kind.object, kind.decode) })
 	}

@@ -6,6 +6,7 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -141,7 +142,11 @@ func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, erro
 	defer cancel()
 	gvr, err := w.clients.Resolve(ctx, schema.GroupVersionKind{Group: group, Version: version, Kind: name})
 	if err != nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("kind %s (%s/%s) is not served by the API server; is its CRD installed? %w", name, group, version, err)
+		return schema.GroupVersionResource{}, fmt.Errorf("kind %s (%s/%s) %w; is its CRD installed? %w", name, group, version, ErrNotServed, err)
 	}
 	return gvr, nil
 }
+
+// ErrNotServed: the API server serves no such kind (a custom resource
+// whose CRD is not installed, or not yet).
+var ErrNotServed = errors.New("is not served by the API server")

@@ -13,7 +13,7 @@ import (
 // (charts/herald/README.md#default-rules).
 var chartDefaultRules = []string{
 	"pod-crashloop", "pod-oomkilled", "pod-image-pull", "pod-config-error", "pod-evicted", "pod-pending",
-	"rollout-stuck", "deployment-unavailable", "hpa-max-replicas", "job-failed", "cronjob-missed", "node-not-ready", "node-pressure",
+	"rollout-stuck", "deployment-unavailable", "hpa-max-replicas", "job-failed", "cronjob-missed", "node-not-ready", "node-pressure", "cert-expiring",
 }
 
 // loadRendered validates a configuration the chart rendered as herald

@@ -57,7 +57,7 @@ var longestFirst = []string{
 	"TestForWaitSurvivesRestartAndFailover", "TestHostileObjects",
 	"TestFlappingCrashLoopIsOneIncident", "TestMuting", "TestHotReload",
 	"TestSlackPressExactlyOnceAcrossFailover", "TestOnCallDestinations",
-	"TestIntakeFailover", "TestPrometheusAlertEndToEnd", "TestMissedCronJobRun",
+	"TestIntakeFailover", "TestPrometheusAlertEndToEnd", "TestMissedCronJobRun", "TestCertificates",
 }
 
 // beside runs t beside the other tests, with weight 1.

@@ -295,7 +295,7 @@ func TestDisabledRules(t *testing.T) {
 		t.Error("a rule not disabled went too")
 	}
 	out, err = helm(t, "template", "herald", chartDir, "--kube-version", "1.36.0", "--set", "disabledRules={cronjob-mised}")
-	if err == nil || !strings.Contains(out, "disabledRules names cronjob-mised, which is not a rule of config.rules (cronjob-missed, deployment-unavailable,") {
+	if err == nil || !strings.Contains(out, "disabledRules names cronjob-mised, which is not a rule of config.rules (cert-expiring, cronjob-missed, deployment-unavailable,") {
 		t.Errorf("a misspelt name: err %v, output:\n%s", err, out)
 	}
 }

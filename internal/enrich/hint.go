@@ -68,6 +68,8 @@ func Hint(inc incident.Incident) string {
 			return "The previous run is still going and the CronJob forbids two at once: see why Job " + f["activeJob"] + " takes so long, or delete it; set activeDeadlineSeconds on the job template to bound a run."
 		}
 		return "No Job was created for this run: kubectl describe cronjob shows the controller's events (FailedCreate: a quota or an admission webhook refused the Job); no events at all: the control plane's controller-manager may be down."
+	case "CertificateExpiring", "CertificateNotReady":
+		return "kubectl describe certificate " + inc.Object.Name + " -n " + inc.Object.Namespace + " names the failing CertificateRequest; its Order and Challenges (kubectl get orders,challenges -n " + inc.Object.Namespace + ") say why the issuer refused. To retry at once: cmctl renew " + inc.Object.Name + " -n " + inc.Object.Namespace + "."
 	case "JobRunningLong":
 		return "A Job past its usual time is usually waiting on something (a lock, a network call without a timeout, a volume): kubectl logs job/" + inc.Object.Name + " -n " + inc.Object.Namespace + " says what; activeDeadlineSeconds in its spec makes the controller end runs that hang."
 	case "AtMaxReplicas":

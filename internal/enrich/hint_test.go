@@ -32,6 +32,7 @@ func TestHint(t *testing.T) {
 		{"ImagePullBackOff", map[string]string{"message": "pull access denied, authorization failed: 401 Unauthorized"}, "refused the pull"},
 		{"Evicted", map[string]string{"message": "The node was low on resource: memory. Threshold quantity: 100Mi"}, "low on memory"},
 		{"JobRunningLong", nil, "kubectl logs job/backup-1 -n shop says what"},
+		{"CertificateExpiring", nil, "cmctl renew backup-1 -n shop"},
 		{"NodeNotReady", nil, ""},
 	}
 	for _, tt := range tests {

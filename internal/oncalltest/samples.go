@@ -280,6 +280,19 @@ func Samples() []Sample {
 	}
 	long := note(job, incident.Firing, 1, at(0))
 	long.Context = &incident.Context{Hint: "A Job past its usual time is usually waiting on something (a lock, a network call without a timeout, a volume): kubectl logs job/backup-29922300 -n shop says what; activeDeadlineSeconds in its spec makes the controller end runs that hang."}
+	cert := incident.Incident{
+		ID: "ce7000000000exp-1", Occurrence: 1, Fingerprint: "ce7000000000exp", Rule: "cert-expiring", Severity: "warning", Reason: "CertificateExpiring",
+		Object: rules.ObjectRef{Kind: "Certificate", Namespace: "shop", Name: "shop-tls", UID: "c1"},
+		Facts: map[string]string{"notAfter": "2026-12-01T10:00:00Z", "renewalTime": "2026-11-01T10:00:00Z", "expiresIn": "9 days",
+			"secretName": "shop-tls", "issuer": "ClusterIssuer letsencrypt-prod", "dnsNames": "shop.example.com, www.shop.example.com"},
+		Title: "CertificateExpiring: Certificate shop/shop-tls",
+		Text:  "CertificateExpiring: Certificate shop/shop-tls: the certificate expires in 9 days (2026-12-01 10:00 UTC); its renewal was due 2026-11-01 10:00 UTC; not Ready (Failed): The certificate request has failed to complete and will be retried: ACME order failed: 429 rateLimited; for shop.example.com, www.shop.example.com, issued by ClusterIssuer letsencrypt-prod, Secret shop-tls",
+		Sinks: []string{"chat"}, FirstSeen: sampleStart,
+	}
+	expiring := note(cert, incident.Firing, 1, at(0))
+	expiring.Context = &incident.Context{Hint: "kubectl describe certificate shop-tls -n shop names the failing CertificateRequest; its Order and Challenges (kubectl get orders,challenges -n shop) say why the issuer refused. To retry at once: cmctl renew shop-tls -n shop."}
+	add("cert-expiring", "a cert-manager Certificate within 14 days of its end: when it expires, that its renewal was due, cert-manager's reason, its names and issuer", expiring)
+
 	add("long-running", "a Job still running past its rule's bound (`for:`): for how long, the CronJob it is a run of, and when its own deadline would end it", long)
 
 	node := incident.Incident{

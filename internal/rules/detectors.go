@@ -118,7 +118,11 @@ var detectors = map[string]map[string]detectorSpec{
 	},
 	"PersistentVolumeClaim":   {"pvc-pending": {detect: detectPVCPending, defaultFor: 5 * time.Minute}},
 	"HorizontalPodAutoscaler": {"max-replicas": {detect: detectMaxReplicas, defaultFor: 15 * time.Minute}},
-	"Event":                   {"warning-events": {detect: detectWarningEvents, defaultThreshold: 1, defaultWindow: 15 * time.Minute, aboutRegarding: true}},
+	certificateKind: {
+		"cert-expiring":  {detect: detectCertExpiring, wake: certWake, defaultWindow: 14 * 24 * time.Hour},
+		"cert-not-ready": {detect: detectCertNotReady, defaultFor: 10 * time.Minute},
+	},
+	"Event": {"warning-events": {detect: detectWarningEvents, defaultThreshold: 1, defaultWindow: 15 * time.Minute, aboutRegarding: true}},
 }
 
 // Detectors lists the built-in detector names of kind (for docs and tests).

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/herald-k8s/herald/config"
@@ -42,6 +43,13 @@ func loadObject(t testing.TB, name string) runtime.Object {
 		"Deployment": &appsv1.Deployment{}, "StatefulSet": &appsv1.StatefulSet{}, "DaemonSet": &appsv1.DaemonSet{},
 		"Job": &batchv1.Job{}, "Event": &eventsv1.Event{},
 		"HorizontalPodAutoscaler": &autoscalingv2.HorizontalPodAutoscaler{}, "CronJob": &batchv1.CronJob{},
+	}
+	if head.Kind == "Certificate" { // a custom resource: unstructured, as the dynamic informer has it
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return u
 	}
 	obj, ok := objs[head.Kind]
 	if !ok {
@@ -181,6 +189,15 @@ func TestDetectors(t *testing.T) {
 		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-max.yaml", "AtMaxReplicas"},
 		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-max-under-target.yaml", ""},
 		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-at-min.yaml", ""},
+		// cert-manager's Certificate, read from the custom resource.
+		{"Certificate", "cert-expiring", "", "cert-renewal-failing.yaml", "CertificateExpiring"},
+		{"Certificate", "cert-expiring", "", "cert-expired.yaml", "CertificateExpiring"},
+		{"Certificate", "cert-expiring", "", "cert-ok.yaml", ""},
+		{"Certificate", "cert-expiring", ", window: 1440h", "cert-ok.yaml", "CertificateExpiring"},
+		{"Certificate", "cert-expiring", "", "cert-issuing.yaml", ""},
+		{"Certificate", "cert-not-ready", "", "cert-renewal-failing.yaml", "CertificateNotReady"},
+		{"Certificate", "cert-not-ready", "", "cert-issuing.yaml", "CertificateNotReady"},
+		{"Certificate", "cert-not-ready", "", "cert-ok.yaml", ""},
 		{"HorizontalPodAutoscaler", "max-replicas", "", "hpa-scaling-up.yaml", ""},
 		{"Event", "warning-events", "", "event-backoff.yaml", "FailedMount"},
 		{"Event", "warning-events", ", threshold: 10", "event-backoff.yaml", ""},
@@ -191,8 +208,12 @@ func TestDetectors(t *testing.T) {
 	for _, tt := range tests {
 		name := tt.detector + "/" + strings.TrimSuffix(tt.file, ".yaml") + tt.extra
 		t.Run(name, func(t *testing.T) {
-			set := compile(t, ruleYAML(tt.kind, tt.detector, tt.extra))
-			got, errs := set.Evaluate(tt.kind, loadObject(t, tt.file), now, nil)
+			kind, ruleKind := tt.kind, tt.kind
+			if tt.kind == "Certificate" { // a custom resource's kind, as herald names it
+				kind, ruleKind = certificateKind, "Certificate, apiVersion: cert-manager.io/v1"
+			}
+			set := compile(t, ruleYAML(ruleKind, tt.detector, tt.extra))
+			got, errs := set.Evaluate(kind, loadObject(t, tt.file), now, nil)
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
