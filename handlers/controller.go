@@ -113,6 +113,7 @@ func New(opts Options) (*Controller, error) {
 		refusals: ratelog.New(time.Minute, opts.Now),
 		outbox:   newOutbox(opts.Dispatcher),
 	}
+	opts.Rules.UseRelated(opts.Watcher) // a Service's EndpointSlices
 	c.rules.Store(opts.Rules)
 	c.routes.Store(opts.Routes)
 	// Pods are cached compact unless a rule needs the whole object; the

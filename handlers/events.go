@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -18,6 +19,12 @@ func (c *Controller) watch(kind string) error {
 	inf, err := c.Watcher.Informer(kind)
 	if err != nil {
 		return err
+	}
+	if kind == "EndpointSlice" {
+		// Read by no-endpoints through the cache's index by Service.
+		if err := c.Watcher.IndexEndpointSlicesByService(); err != nil {
+			return err
+		}
 	}
 	c.handlersMu.Lock()
 	defer c.handlersMu.Unlock()
@@ -60,6 +67,17 @@ func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
 		}
 		c.queue.Add(key)
 	}
+	// A slice's change is its Service's: no-endpoints reads the slices
+	// of the Service it evaluates (a rule of the slices' own still sees
+	// them, through inScope and enqueue).
+	owner := func(any) {}
+	if kind == "EndpointSlice" {
+		owner = func(obj any) {
+			if ns, svc := watcher.ServiceOf(obj); svc != "" && slices.Contains(c.rules.Load().Reads(), kind) {
+				c.queue.Add(watcher.Key{Kind: "Service", Namespace: ns, Name: svc})
+			}
+		}
+	}
 	inScope := func(obj any) bool {
 		m, ok := obj.(metav1.Object)
 		return ok && c.rules.Load().InScope(kind, m, c.nsLabels)
@@ -68,6 +86,7 @@ func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			events.Inc()
+			owner(obj)
 			if inScope(obj) {
 				enqueue(obj)
 			}
@@ -79,6 +98,7 @@ func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
 			if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
 				return // a resync: nothing changed
 			}
+			owner(newObj)
 			if inScope(newObj) {
 				enqueue(newObj)
 			}
@@ -88,6 +108,11 @@ func (c *Controller) eventHandler(kind string) cache.ResourceEventHandler {
 		// was open for it.
 		DeleteFunc: func(obj any) {
 			events.Inc()
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				owner(d.Obj)
+			} else {
+				owner(obj)
+			}
 			enqueue(obj)
 		},
 	}

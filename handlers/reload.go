@@ -25,6 +25,7 @@ import (
 // bounds handing the resolutions to the sinks.
 func (c *Controller) Reload(ctx context.Context, set *rules.Set, changed map[string]bool) error {
 	old := c.rules.Load()
+	set.UseRelated(c.Watcher)
 	// A new rule that reads fields the compact pod cache dropped makes
 	// the pod informer list again, whole (below).
 	podsWhole := c.Watcher.Compacted("Pod") && set.NeedsWholeObject("Pod")

@@ -178,6 +178,8 @@ func Ended(inc incident.Incident) string {
 			return "the certificate was renewed"
 		case "CertificateNotReady":
 			return "the certificate is Ready"
+		case "NoReadyEndpoints":
+			return "the Service has a ready endpoint"
 		}
 		return "the " + kind + " no longer has it"
 	}

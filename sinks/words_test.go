@@ -79,6 +79,7 @@ func TestEndedByReason(t *testing.T) {
 		"MissedSchedule":      "a run started, or the CronJob was suspended",
 		"JobRunningLong":      "the Job finished or was suspended",
 		"CertificateExpiring": "the certificate was renewed",
+		"NoReadyEndpoints":    "the Service has a ready endpoint",
 		"PVCPending":          "the claim is bound",
 	} {
 		inc := incident.Incident{Reason: reason, Ended: incident.EndedRecovered, Object: rules.ObjectRef{Kind: "Thing"}}

@@ -10,10 +10,12 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -152,6 +154,48 @@ func realisticHPA(i int) *autoscalingv2.HorizontalPodAutoscaler {
 // realisticCronJob is a CronJob as a real cluster holds it: a pod
 // template of one container with a few variables and a volume, the
 // controller's status, managedFields.
+// realisticService is a Deployment's ClusterIP Service as Helm charts
+// make them: labels, a selector, two ports, managedFields.
+func realisticService(i int) *corev1.Service {
+	name := fmt.Sprintf("shop-%05d", i)
+	labels := map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "shop-prod", "app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "shop-1.9.0"}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(fmt.Sprintf("0b6c6a8e-1f0e-4c1e-9a4e-%012d", i)), ResourceVersion: fmt.Sprint(100000 + i),
+			Labels: labels, Annotations: map[string]string{"meta.helm.sh/release-name": "shop-prod", "meta.helm.sh/release-namespace": "shop"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}},"f:spec":{"f:ports":{},"f:selector":{}}}`)}}}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: fmt.Sprintf("10.96.%d.%d", i/250, i%250+1), ClusterIPs: []string{fmt.Sprintf("10.96.%d.%d", i/250, i%250+1)},
+			Selector: map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "shop-prod"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9090), Protocol: corev1.ProtocolTCP}},
+			SessionAffinity: corev1.ServiceAffinityNone, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster)},
+	}
+}
+
+// realisticEndpointSlice is such a Service's slice, as the controller
+// writes it: three pods' endpoints with their node, zone and target,
+// two ports, managedFields.
+func realisticEndpointSlice(i int) *discoveryv1.EndpointSlice {
+	name := fmt.Sprintf("shop-%05d", i)
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-x7k2p", Namespace: "shop", UID: types.UID(fmt.Sprintf("1b6c6a8e-1f0e-4c1e-9a4e-%012d", i)), ResourceVersion: fmt.Sprint(200000 + i),
+			Labels:          map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io", "app.kubernetes.io/name": name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: "0b6c6a8e", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "discovery.k8s.io/v1", FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:addressType":{},"f:endpoints":{},"f:metadata":{"f:labels":{}},"f:ports":{}}`)}}}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)},
+			{Name: ptr.To("metrics"), Port: ptr.To[int32](9090), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for j := range 3 {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.244.%d.%d", j, i%250+1)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+			NodeName:   ptr.To(fmt.Sprintf("node-%d", j)), Zone: ptr.To(fmt.Sprintf("eu-west-1%c", 'a'+j)),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: fmt.Sprintf("%s-7d9f8b6c5-%05d%d", name, i, j), UID: types.UID(fmt.Sprintf("2b6c6a8e-%d-%d", i, j))}})
+	}
+	return s
+}
+
 // jsonObject marshals a custom resource's content.
 type jsonObject map[string]any
 
@@ -228,6 +272,10 @@ func BenchmarkCacheMemory(b *testing.B) {
 			}},
 		{"CronJob", func(i int) interface{ Marshal() ([]byte, error) } { return realisticCronJob(i) },
 			func(raw []byte) (any, error) { c := &batchv1.CronJob{}; return c, c.Unmarshal(raw) }},
+		{"Service", func(i int) interface{ Marshal() ([]byte, error) } { return realisticService(i) },
+			func(raw []byte) (any, error) { s := &corev1.Service{}; return s, s.Unmarshal(raw) }},
+		{"EndpointSlice", func(i int) interface{ Marshal() ([]byte, error) } { return realisticEndpointSlice(i) },
+			func(raw []byte) (any, error) { s := &discoveryv1.EndpointSlice{}; return s, s.Unmarshal(raw) }},
 		// A custom resource: JSON into unstructured, as the dynamic
 		// informer has it.
 		{"Certificate", func(i int) interface{ Marshal() ([]byte, error) } { return realisticCertificate(i) },

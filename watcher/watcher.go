@@ -69,6 +69,8 @@ func Resource(kind string) (schema.GroupVersionResource, bool) {
 		"Job":                     {Group: "batch", Version: "v1", Resource: "jobs"},
 		"CronJob":                 {Group: "batch", Version: "v1", Resource: "cronjobs"},
 		"HorizontalPodAutoscaler": {Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
+		"Service":                 {Version: "v1", Resource: "services"},
+		"EndpointSlice":           {Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 	}[kind]
 	return gvr, ok
 }

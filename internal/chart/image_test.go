@@ -98,6 +98,7 @@ func TestBinaryCarriesOnlyHeraldsAPIGroups(t *testing.T) {
 		"k8s.io/api/events/v1": true, "k8s.io/api/coordination/v1": true,
 		"k8s.io/api/authentication/v1": true, "k8s.io/api/authorization/v1": true,
 		"k8s.io/api/autoscaling/v2":      true, // max-replicas reads HorizontalPodAutoscalers
+		"k8s.io/api/discovery/v1":        true, // no-endpoints reads EndpointSlices
 		"k8s.io/api/scheduling/v1alpha3": true, // batch/v1's Job refers to it
 	}
 	everyGroup := []string{

@@ -70,6 +70,11 @@ func Hint(inc incident.Incident) string {
 		return "No Job was created for this run: kubectl describe cronjob shows the controller's events (FailedCreate: a quota or an admission webhook refused the Job); no events at all: the control plane's controller-manager may be down."
 	case "CertificateExpiring", "CertificateNotReady":
 		return "kubectl describe certificate " + inc.Object.Name + " -n " + inc.Object.Namespace + " names the failing CertificateRequest; its Order and Challenges (kubectl get orders,challenges -n " + inc.Object.Namespace + ") say why the issuer refused. To retry at once: cmctl renew " + inc.Object.Name + " -n " + inc.Object.Namespace + "."
+	case "NoReadyEndpoints":
+		if f["notReady"] != "" && f["notReady"] != "0" {
+			return "Its pods run but fail their readiness probe: kubectl describe pod shows the probe's last failure; kubectl get endpointslices -l kubernetes.io/service-name=" + inc.Object.Name + " -n " + inc.Object.Namespace + " lists them."
+		}
+		return "No running pod matches the Service's selector (" + f["selector"] + "): compare it with the pods' labels (kubectl get pods -l '" + f["selector"] + "' -n " + inc.Object.Namespace + "), or the workload is scaled to zero."
 	case "JobRunningLong":
 		return "A Job past its usual time is usually waiting on something (a lock, a network call without a timeout, a volume): kubectl logs job/" + inc.Object.Name + " -n " + inc.Object.Namespace + " says what; activeDeadlineSeconds in its spec makes the controller end runs that hang."
 	case "AtMaxReplicas":

@@ -33,6 +33,8 @@ func TestHint(t *testing.T) {
 		{"Evicted", map[string]string{"message": "The node was low on resource: memory. Threshold quantity: 100Mi"}, "low on memory"},
 		{"JobRunningLong", nil, "kubectl logs job/backup-1 -n shop says what"},
 		{"CertificateExpiring", nil, "cmctl renew backup-1 -n shop"},
+		{"NoReadyEndpoints", map[string]string{"notReady": "2", "selector": "app=web"}, "fail their readiness probe"},
+		{"NoReadyEndpoints", map[string]string{"notReady": "0", "selector": "app=web"}, "kubectl get pods -l 'app=web' -n shop"},
 		{"NodeNotReady", nil, ""},
 	}
 	for _, tt := range tests {

@@ -20,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,7 +44,7 @@ func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, eventsv1.AddToScheme,
 		coordinationv1.AddToScheme, authnv1.AddToScheme, authzv1.AddToScheme,
-		autoscalingv2.AddToScheme,
+		autoscalingv2.AddToScheme, discoveryv1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
@@ -57,7 +58,7 @@ var groups = []schema.GroupVersion{
 	corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, batchv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 	authnv1.SchemeGroupVersion, authzv1.SchemeGroupVersion,
-	autoscalingv2.SchemeGroupVersion,
+	autoscalingv2.SchemeGroupVersion, discoveryv1.SchemeGroupVersion,
 }
 
 // Client reaches the API server for Scheme's groups over one HTTP client

@@ -273,10 +273,10 @@ func Samples() []Sample {
 	job := incident.Incident{
 		ID: "10b000000000long-1", Occurrence: 1, Fingerprint: "10b000000000long", Rule: "job-long-running", Severity: "warning", Reason: "JobRunningLong",
 		Object: rules.ObjectRef{Kind: "Job", Namespace: "shop", Name: "backup-29922300", UID: "j1"},
-		Facts: map[string]string{"startTime": "2026-11-22T08:00:00Z", "active": "1", "cronJob": "backup", "activeDeadlineSeconds": "21600"},
-		Title: "JobRunningLong: Job shop/backup-29922300",
-		Text:  "JobRunningLong: Job shop/backup-29922300: this run of CronJob backup has been running for 2 h (since 2026-11-22 08:00 UTC), 1 pod active; its activeDeadlineSeconds ends it at 2026-11-22 14:00 UTC",
-		Sinks: []string{"chat"}, FirstSeen: sampleStart,
+		Facts:  map[string]string{"startTime": "2026-11-22T08:00:00Z", "active": "1", "cronJob": "backup", "activeDeadlineSeconds": "21600"},
+		Title:  "JobRunningLong: Job shop/backup-29922300",
+		Text:   "JobRunningLong: Job shop/backup-29922300: this run of CronJob backup has been running for 2 h (since 2026-11-22 08:00 UTC), 1 pod active; its activeDeadlineSeconds ends it at 2026-11-22 14:00 UTC",
+		Sinks:  []string{"chat"}, FirstSeen: sampleStart,
 	}
 	long := note(job, incident.Firing, 1, at(0))
 	long.Context = &incident.Context{Hint: "A Job past its usual time is usually waiting on something (a lock, a network call without a timeout, a volume): kubectl logs job/backup-29922300 -n shop says what; activeDeadlineSeconds in its spec makes the controller end runs that hang."}
@@ -292,6 +292,18 @@ func Samples() []Sample {
 	expiring := note(cert, incident.Firing, 1, at(0))
 	expiring.Context = &incident.Context{Hint: "kubectl describe certificate shop-tls -n shop names the failing CertificateRequest; its Order and Challenges (kubectl get orders,challenges -n shop) say why the issuer refused. To retry at once: cmctl renew shop-tls -n shop."}
 	add("cert-expiring", "a cert-manager Certificate within 14 days of its end: when it expires, that its renewal was due, cert-manager's reason, its names and issuer", expiring)
+
+	svc := incident.Incident{
+		ID: "5e7000000000ept-1", Occurrence: 1, Fingerprint: "5e7000000000ept", Rule: "service-no-endpoints", Severity: "warning", Reason: "NoReadyEndpoints",
+		Object: rules.ObjectRef{Kind: "Service", Namespace: "shop", Name: "search", UID: "s1"},
+		Facts:  map[string]string{"selector": "app=search", "notReady": "2", "workloads": "Deployment/search"},
+		Title:  "NoReadyEndpoints: Service shop/search",
+		Text:   "NoReadyEndpoints: Service shop/search: the Service has no ready endpoint: 2 pods not ready (failing their readiness probes, or shutting down); it sends to Deployment/search",
+		Sinks:  []string{"chat"}, FirstSeen: sampleStart,
+	}
+	empty := note(svc, incident.Firing, 1, at(5*time.Minute))
+	empty.Context = &incident.Context{Hint: "Its pods run but fail their readiness probe: kubectl describe pod shows the probe's last failure; kubectl get endpointslices -l kubernetes.io/service-name=search -n shop lists them."}
+	add("no-endpoints", "a Service with no ready endpoint for 5 min, when no incident of its pods explains it: how many are not ready, and the workload it sends to", empty)
 
 	add("long-running", "a Job still running past its rule's bound (`for:`): for how long, the CronJob it is a run of, and when its own deadline would end it", long)
 

@@ -45,6 +45,8 @@ type Params struct {
 	// outside the built-in table such an object may be (regarding.go).
 	aboutRegarding bool
 	customKinds    []schema.GroupKind
+	// related: the cache's other objects (set for each evaluation).
+	related Related
 }
 
 // Detector inspects one object and reports its problems.
@@ -66,6 +68,9 @@ type detectorSpec struct {
 	defaultWindow    time.Duration
 	defaultSettle    time.Duration
 	aboutRegarding   bool
+	// reads names a kind the detector reads through Related besides its
+	// own: the Set's Kinds include it, so that it is cached and watched.
+	reads string
 }
 
 // withDefaults fills in the detector's defaults; settle is the rule's
@@ -118,6 +123,7 @@ var detectors = map[string]map[string]detectorSpec{
 	},
 	"PersistentVolumeClaim":   {"pvc-pending": {detect: detectPVCPending, defaultFor: 5 * time.Minute}},
 	"HorizontalPodAutoscaler": {"max-replicas": {detect: detectMaxReplicas, defaultFor: 15 * time.Minute}},
+	"Service":                 {"no-endpoints": {detect: detectNoEndpoints, defaultFor: 5 * time.Minute, reads: "EndpointSlice"}},
 	certificateKind: {
 		"cert-expiring":  {detect: detectCertExpiring, wake: certWake, defaultWindow: 14 * 24 * time.Hour},
 		"cert-not-ready": {detect: detectCertNotReady, defaultFor: 10 * time.Minute},

@@ -27,6 +27,8 @@ func BuiltinKinds() map[string]string {
 		"CronJob":                 "batch/v1",
 		"Event":                   "events.k8s.io/v1",
 		"HorizontalPodAutoscaler": "autoscaling/v2",
+		"Service":                 "v1",
+		"EndpointSlice":           "discovery.k8s.io/v1",
 	}
 }
 

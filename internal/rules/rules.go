@@ -120,6 +120,7 @@ type Rule struct {
 	message   *message
 	exclusion *exclusion // exclude.go
 	links     links.Set
+	reads     string // detectorSpec.reads
 }
 
 // Set is every compiled rule, indexed by kind.
@@ -134,7 +135,21 @@ type Set struct {
 	// redactor removes secrets from what findings carry: the built-in
 	// patterns and the configuration's context.redact.
 	redactor *redact.Redactor
+	// reads are kinds detectors read through related (EndpointSlices),
+	// which no rule watches itself.
+	reads   []string
+	related Related
 }
+
+// UseRelated gives the detectors that read other cached objects (a
+// Service's EndpointSlices) their lookups; without it they find nothing.
+// Call it before the Set is used.
+func (s *Set) UseRelated(r Related) { s.related = r }
+
+// Reads lists the kinds detectors read beside the ones rules watch
+// (EndpointSlice for no-endpoints): they are cached and watched too, and
+// a change of one is a change of the object it belongs to.
+func (s *Set) Reads() []string { return s.reads }
 
 // Compile checks and compiles the configured rules: kinds, detectors, CEL
 // conditions, selectors and templates. Errors carry the config file's
@@ -158,6 +173,9 @@ func Compile(cfg *config.Config) (*Set, error) {
 			set.byKind[r.kind] = append(set.byKind[r.kind], r)
 			set.needsNamespaces = set.needsNamespaces || r.nsSelector != nil
 			set.groups = set.groups || r.groupBy
+			if r.reads != "" && !slices.Contains(set.reads, r.reads) {
+				set.reads = append(set.reads, r.reads)
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -196,7 +214,7 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 		case !ok:
 			errs = append(errs, cfg.ErrorAt(p+".detector", "unknown detector %q for kind %s; available: %s", rc.Detector, rc.Kind, detectorNames(kind)))
 		default:
-			r.detector, r.wake = spec.detect, spec.wake
+			r.detector, r.wake, r.reads = spec.detect, spec.wake, spec.reads
 			r.forDur = spec.defaultFor
 			r.params = r.params.withDefaults(spec, rc.Settle)
 		}
@@ -257,7 +275,14 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 
 // Kinds lists the kinds some rule watches: only these get informers.
 func (s *Set) Kinds() []string {
-	return slices.Sorted(maps.Keys(s.byKind))
+	kinds := slices.Collect(maps.Keys(s.byKind))
+	for _, k := range s.reads {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
 }
 
 // NeedsNamespaces reports whether a rule selects namespaces by label, so
@@ -344,6 +369,7 @@ func (s *Set) Evaluate(kind string, obj runtime.Object, now time.Time, nsLabels 
 // input is one object being evaluated; its map form is made at most once
 // and only if a CEL condition or a template needs it.
 type input struct {
+	related Related
 	obj     runtime.Object
 	meta    metav1.Object
 	ref     ObjectRef
@@ -366,7 +392,9 @@ func (in *input) objectMap() (map[string]any, error) {
 func (r *Rule) evaluate(in *input, red *redact.Redactor) ([]Finding, error) {
 	var found []Detection
 	if r.detector != nil {
-		d, err := r.detector(in.obj, r.params, in.now)
+		p := r.params
+		p.related = in.related
+		d, err := r.detector(in.obj, p, in.now)
 		if err != nil {
 			return nil, err
 		}

@@ -14,8 +14,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/herald-k8s/herald/config"
@@ -43,6 +43,7 @@ func loadObject(t testing.TB, name string) runtime.Object {
 		"Deployment": &appsv1.Deployment{}, "StatefulSet": &appsv1.StatefulSet{}, "DaemonSet": &appsv1.DaemonSet{},
 		"Job": &batchv1.Job{}, "Event": &eventsv1.Event{},
 		"HorizontalPodAutoscaler": &autoscalingv2.HorizontalPodAutoscaler{}, "CronJob": &batchv1.CronJob{},
+		"Service": &corev1.Service{},
 	}
 	if head.Kind == "Certificate" { // a custom resource: unstructured, as the dynamic informer has it
 		u := &unstructured.Unstructured{}

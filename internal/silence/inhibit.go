@@ -27,12 +27,23 @@ type Inhibition struct {
 func BuiltinInhibitions() []Inhibition {
 	stuck := config.IncidentMatcher{Kind: "Deployment", Reason: "ProgressDeadlineExceeded"}
 	crashing := config.IncidentMatcher{Kind: "Pod", Reason: "CrashLoopBackOff"}
+	empty := config.IncidentMatcher{Kind: "Service", Reason: "NoReadyEndpoints"}
 	return []Inhibition{
 		{Source: config.IncidentMatcher{Kind: "Node", Reason: "NodeNotReady"}, Target: config.IncidentMatcher{Kind: "Pod"}, Equal: []string{"node"}},
 		{Source: stuck, Target: crashing, Equal: []string{"workload"}},
 		{Source: crashing, Target: stuck, Equal: []string{"workload"}},
+		// A Service with no ready endpoint is explained by its pods'
+		// incident (crash loop, image pull, pending …) or its
+		// workload's (unavailable, a stuck rollout): that one speaks.
+		{Source: config.IncidentMatcher{Kind: "Pod"}, Target: empty, Equal: []string{"workload"}},
+		{Source: config.IncidentMatcher{Reason: "ReplicasUnavailable"}, Target: empty, Equal: []string{"workload"}},
+		{Source: stuck, Target: empty, Equal: []string{"workload"}},
 	}
 }
+
+// WorkloadsFact is the fact in which an incident about a Service names
+// the workloads it sends to ("Deployment/web,StatefulSet/db").
+const WorkloadsFact = "workloads"
 
 // Inhibitions are what cfg asks for: the built-in ones unless turned off,
 // then its own.

@@ -271,6 +271,16 @@ func describe(inc *incident.Incident, objects Objects) ([]Object, []annotated) {
 		objs = append(objs, o)
 	}
 	look(watcher.Key{Kind: inc.Object.Kind, Namespace: inc.Object.Namespace, Name: inc.Object.Name})
+	// The workloads a Service sends to (no-endpoints' "workloads"
+	// fact): one of them failing explains the Service's empty
+	// endpoints (the built-in inhibitions).
+	if ws := inc.Facts[WorkloadsFact]; ws != "" && inc.Object.Kind == "Service" {
+		for _, w := range strings.Split(ws, ",") {
+			if kind, name, ok := strings.Cut(w, "/"); ok && workloadKinds[kind] {
+				objs = append(objs, Object{Kind: kind, Name: name, Workload: w})
+			}
+		}
+	}
 	for _, member := range inc.Members {
 		if key, ok := watcher.ParseKey(member); ok {
 			look(key)

@@ -18,6 +18,7 @@ internal/chart's TestChecksKnowEveryDetector holds it. */}}
   "Node" (list "node-not-ready" "node-pressure")
   "PersistentVolumeClaim" (list "pvc-pending")
   "HorizontalPodAutoscaler" (list "max-replicas")
+  "Service" (list "no-endpoints")
   "Event" (list "warning-events") -}}
 {{- $duration := "^(0|([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$" -}}
 {{- $cfg := .Values.config | default dict -}}

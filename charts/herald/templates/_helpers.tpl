@@ -22,7 +22,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The API group and resource of a rule's kind: built-in kinds from a
 table, custom resources from apiVersion and <lower-case kind>s. */}}
 {{- define "herald.resource" -}}
-{{- $builtin := dict "Pod" "|pods" "Node" "|nodes" "Namespace" "|namespaces" "PersistentVolumeClaim" "|persistentvolumeclaims" "Deployment" "apps|deployments" "StatefulSet" "apps|statefulsets" "DaemonSet" "apps|daemonsets" "ReplicaSet" "apps|replicasets" "Job" "batch|jobs" "CronJob" "batch|cronjobs" "HorizontalPodAutoscaler" "autoscaling|horizontalpodautoscalers" "Event" "events.k8s.io|events" "Secret" "|secrets" "ConfigMap" "|configmaps" -}}
+{{- $builtin := dict "Pod" "|pods" "Node" "|nodes" "Namespace" "|namespaces" "PersistentVolumeClaim" "|persistentvolumeclaims" "Deployment" "apps|deployments" "StatefulSet" "apps|statefulsets" "DaemonSet" "apps|daemonsets" "ReplicaSet" "apps|replicasets" "Job" "batch|jobs" "CronJob" "batch|cronjobs" "HorizontalPodAutoscaler" "autoscaling|horizontalpodautoscalers" "Service" "|services" "EndpointSlice" "discovery.k8s.io|endpointslices" "Event" "events.k8s.io|events" "Secret" "|secrets" "ConfigMap" "|configmaps" -}}
 {{- if hasKey $builtin .kind -}}{{ get $builtin .kind }}{{- else -}}{{ (splitList "/" (.apiVersion | default "v1")) | first }}|{{ lower .kind }}s{{- end -}}
 {{- end -}}
 
