@@ -98,6 +98,8 @@ func (s *Sink) defaultClusterName(name string) {
 		field = &s.PagerDuty.ClusterName
 	case s.Teams != nil:
 		field = &s.Teams.ClusterName
+	case s.Opsgenie != nil:
+		field = &s.Opsgenie.ClusterName
 	}
 	if field != nil && *field == "" {
 		*field = name
@@ -123,6 +125,9 @@ func (s *Sink) defaultDestinations() {
 	}
 	if t := s.Teams; t != nil && t.Timeout == 0 {
 		t.Timeout = DefaultWebhookTimeout
+	}
+	if o := s.Opsgenie; o != nil {
+		o.applyDefaults()
 	}
 }
 

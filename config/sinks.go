@@ -15,6 +15,7 @@ type Sink struct {
 	Alertmanager *AlertmanagerSink `yaml:"alertmanager"`
 	PagerDuty    *PagerDutySink    `yaml:"pagerduty"`
 	Teams        *TeamsSink        `yaml:"teams"`
+	Opsgenie     *OpsgenieSink     `yaml:"opsgenie"`
 	// RateLimit is the most messages per second the sink sends (default:
 	// 1 for Slack, the platform's limit per channel; unlimited otherwise).
 	// When more wait than it allows in the next few seconds, they go out
@@ -45,6 +46,8 @@ func (s Sink) Type() string {
 		return "pagerduty"
 	case s.Teams != nil:
 		return "teams"
+	case s.Opsgenie != nil:
+		return "opsgenie"
 	}
 	return ""
 }

@@ -158,7 +158,10 @@ func pdActions(pd *oncalltest.PagerDuty, action string) int {
 //     incident, read back from the API server, edits the message to say
 //     who and until when, mutes the next notification, and its end
 //     unmutes it;
-//   - Unsilence deletes the silence a button made.
+//   - Unsilence deletes the silence a button made;
+//   - Opsgenie (a route's second sink) has one alert under the incident's
+//     ID as alias: created, acknowledged as bob by his press (once,
+//     across the restart), closed when the pod is ready.
 func TestSlackButtons(t *testing.T) {
 	beside(t)
 	env := controlPlanes.Get(t)
@@ -173,7 +176,10 @@ func TestSlackButtons(t *testing.T) {
 	}
 	startCrashKubelet(t, client)
 	sl, pd := buttonsSlack(t), oncalltest.NewPagerDuty(t)
-	cfg := fmt.Sprintf(buttonsConfig, sl.URL()+"/api/", pd.URL)
+	const ogKey = "0c8f3a1e-7b2d-4c5e-9f60-a1b2c3d4e5f6"
+	og := oncalltest.NewOpsgenie(t, ogKey)
+	cfg := strings.Replace(fmt.Sprintf(buttonsConfig, sl.URL()+"/api/", pd.URL), "to: [{sink: pd}]", "to: [{sink: pd}, {sink: og}]", 1) +
+		fmt.Sprintf("  - name: og\n    opsgenie: {apiKey: {value: %s, allowPlaintext: true}, url: %q, responders: [{type: team, name: payments}]}\n", ogKey, og.URL)
 	metrics := freeAddr(t)
 	h := startedHerald(t, env, cfg, "--log-level", "debug")
 	t.Cleanup(func() { h.stop() }) // whichever herald runs last
@@ -251,6 +257,12 @@ func TestSlackButtons(t *testing.T) {
 		if n := len(eventsWithReason(t, env, "Acknowledged")); n != 1 {
 			t.Errorf("%d Acknowledged Events, want 1", n)
 		}
+		if err := waitFor(20*time.Second, func() bool { return ogActions(og, "acknowledge") == 1 }); err != nil {
+			t.Fatalf("Opsgenie acknowledgements: %d, want 1 (calls %+v, refused %v)", ogActions(og, "acknowledge"), og.Calls(), og.Invalid())
+		}
+		if a := og.Alert(og.Calls()[0].Alias); a == nil || !a.Acknowledged || a.AcknowledgedBy != "bob" {
+			t.Errorf("the Opsgenie alert: %+v, want acknowledged by bob", a)
+		}
 	})
 
 	// A restart: the acknowledgement is in the ledger. The next update
@@ -270,6 +282,9 @@ func TestSlackButtons(t *testing.T) {
 		}
 		if n := pdActions(pd, "acknowledge"); n != 1 {
 			t.Errorf("PagerDuty acknowledge events after the restart: %d, want 1", n)
+		}
+		if n := ogActions(og, "acknowledge"); n != 1 {
+			t.Errorf("Opsgenie acknowledgements after the restart: %d, want 1", n)
 		}
 		// herald incidents says who took it on.
 		kc := filepath.Join(t.TempDir(), "kubeconfig")
@@ -353,6 +368,25 @@ func TestSlackButtons(t *testing.T) {
 		alertWith(t, sl, "No longer muted", "herald_silence_1h")
 	})
 
+	t.Run("OpsgenieClosedOnResolve", func(t *testing.T) {
+		setStatus(t, client, "shop", ready, 9)
+		if err := waitFor(20*time.Second, func() bool { return ogActions(og, "close") == 1 }); err != nil {
+			t.Fatalf("Opsgenie closes: %d, want 1 (calls %+v)", ogActions(og, "close"), og.Calls())
+		}
+		calls := og.Calls()
+		for _, c := range calls {
+			if c.Alias != calls[0].Alias {
+				t.Errorf("%s names alias %q, the create %q", c.Action, c.Alias, calls[0].Alias)
+			}
+		}
+		if a := og.Alert(calls[0].Alias); a == nil || !a.Closed || calls[0].Action != "create" {
+			t.Errorf("the alert %+v after calls %+v: want created first and closed", a, calls)
+		}
+		if f, bad := og.Failed(), og.Invalid(); len(f) > 0 || len(bad) > 0 {
+			t.Errorf("calls about no alert %v, refused %v", f, bad)
+		}
+	})
+
 	if !strings.Contains(h.logs.String(), `msg="Slack press"`) {
 		t.Errorf("presses are not logged")
 	}
@@ -367,4 +401,15 @@ func TestSlackButtons(t *testing.T) {
 			t.Errorf("%s = %v (%v), want %v", sample, got, err, want)
 		}
 	}
+}
+
+// ogActions counts the Opsgenie stand-in's calls of one action.
+func ogActions(og *oncalltest.Opsgenie, action string) int {
+	n := 0
+	for _, c := range og.Calls() {
+		if c.Action == action {
+			n++
+		}
+	}
+	return n
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 	"github.com/herald-k8s/herald/sinks/alertmanager"
 	natssink "github.com/herald-k8s/herald/sinks/nats"
+	"github.com/herald-k8s/herald/sinks/opsgenie"
 	"github.com/herald-k8s/herald/sinks/pagerduty"
 	"github.com/herald-k8s/herald/sinks/slack"
 	"github.com/herald-k8s/herald/sinks/stdout"
@@ -106,6 +107,24 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 			s, err := pagerduty.New(pagerduty.Options{
 				Name: sc.Name, URL: p.URL, RoutingKey: p.RoutingKey.Secret().Reveal(), Destinations: destinations(p.Destinations), ClusterName: p.ClusterName,
 				Timeout: p.Timeout, UserAgent: userAgent, TLS: tlsOpts(sc.Name, p.TLS),
+			})
+			if err != nil {
+				return nil, close, err
+			}
+			lane.Sink = s
+		case sc.Opsgenie != nil:
+			o := sc.Opsgenie
+			var responders []opsgenie.Responder
+			for _, r := range o.Responders {
+				if r.Type == "user" {
+					responders = append(responders, opsgenie.Responder{Type: r.Type, Username: r.Name})
+				} else {
+					responders = append(responders, opsgenie.Responder{Type: r.Type, Name: r.Name})
+				}
+			}
+			s, err := opsgenie.New(opsgenie.Options{
+				Name: sc.Name, URL: o.URL, APIKey: o.APIKey.Secret().Reveal(), Responders: responders, Tags: o.Tags,
+				ClusterName: o.ClusterName, Timeout: o.Timeout, UserAgent: userAgent, TLS: tlsOpts(sc.Name, o.TLS),
 			})
 			if err != nil {
 				return nil, close, err

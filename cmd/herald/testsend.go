@@ -75,7 +75,7 @@ func (c cli) testSend(ctx context.Context, cfg *config.Config, name string, with
 		return refused(err)
 	}
 	fmt.Fprintf(c.stdout, "%s accepted the test notification %s\n", what, n.ID())
-	if t := sc.Type(); t == "pagerduty" || t == "alertmanager" {
+	if t := sc.Type(); t == "pagerduty" || t == "alertmanager" || t == "opsgenie" {
 		// A page or an alert stays open (and may escalate) until it is
 		// resolved: close it at once.
 		resolved := n
@@ -132,6 +132,8 @@ func clusterName(sc *config.Sink) string {
 		return sc.PagerDuty.ClusterName
 	case sc.Teams != nil:
 		return sc.Teams.ClusterName
+	case sc.Opsgenie != nil:
+		return sc.Opsgenie.ClusterName
 	}
 	return ""
 }
@@ -178,6 +180,8 @@ func sinkSecrets(sc *config.Sink) []string {
 		add(sc.PagerDuty.RoutingKey)
 	case sc.Teams != nil:
 		add(sc.Teams.URLFrom)
+	case sc.Opsgenie != nil:
+		add(sc.Opsgenie.APIKey)
 	}
 	return out
 }

@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"sinks/alertmanager":    {"sinks", "internal/incident", "internal/links"},
 	"sinks/pagerduty":       {"sinks", "internal/incident"},
 	"sinks/teams":           {"sinks", "internal/incident"},
+	"sinks/opsgenie":        {"sinks", "internal/incident"},
 	"handlers":              {"watcher", "internal/rules", "internal/incident", "internal/links", "internal/ratelog", "internal/route", "sinks"},
 	"internal/route":        {"config", "internal/links", "internal/rules"},
 	"internal/testenv":      {},
