@@ -67,7 +67,7 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/bad-duration.yaml:10:16: sinks[0].webhook.timeout: invalid duration "10 seconds": use a positive number with a unit, such as 30s or 5m`,
 		}},
 		{"unknown-key-far.yaml", []string{
-			`testdata/unknown-key-far.yaml:3:5: sinks[0].victorops: unknown field "victorops"; valid fields here: name, webhook, slack, nats, stdout, alertmanager, pagerduty, teams, opsgenie, rateLimit, maxAge, queueSize`,
+			`testdata/unknown-key-far.yaml:3:5: sinks[0].victorops: unknown field "victorops"; valid fields here: name, webhook, slack, nats, stdout, alertmanager, pagerduty, teams, opsgenie, email, rateLimit, maxAge, queueSize`,
 		}},
 		{"secrets.yaml", []string{
 			`testdata/secrets.yaml:6:21: sinks[0].slack.token.file: cannot read the secret: no such file or directory`,
@@ -91,7 +91,7 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/many-errors.yaml:6:13: rules[0].sinks[0]: unknown sink "nowhere"; defined sinks: a`,
 			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs a kind, e.g. kind: Pod`,
 			`testdata/many-errors.yaml:7:5: rules[1]: a rule needs at least one sink in sinks: (or a last route that takes everything)`,
-			`testdata/many-errors.yaml:11:5: sinks[0]: a sink needs exactly one of: webhook, slack, nats, alertmanager, pagerduty, teams, opsgenie, stdout`,
+			`testdata/many-errors.yaml:11:5: sinks[0]: a sink needs exactly one of: webhook, slack, nats, alertmanager, pagerduty, teams, opsgenie, email, stdout`,
 			`testdata/many-errors.yaml:12:11: sinks[1].name: sink name "a" is used twice`,
 		}},
 	}

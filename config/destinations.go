@@ -100,6 +100,8 @@ func (s *Sink) defaultClusterName(name string) {
 		field = &s.Teams.ClusterName
 	case s.Opsgenie != nil:
 		field = &s.Opsgenie.ClusterName
+	case s.Email != nil:
+		field = &s.Email.ClusterName
 	}
 	if field != nil && *field == "" {
 		*field = name
@@ -128,6 +130,9 @@ func (s *Sink) defaultDestinations() {
 	}
 	if o := s.Opsgenie; o != nil {
 		o.applyDefaults()
+	}
+	if e := s.Email; e != nil {
+		e.applyDefaults()
 	}
 }
 

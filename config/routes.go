@@ -190,6 +190,8 @@ type Destination struct {
 	// URL or URLFrom (Teams, webhook) is another address.
 	URL     string     `yaml:"url"`
 	URLFrom *SecretRef `yaml:"urlFrom"`
+	// To (email) are other recipients.
+	To []string `yaml:"to"`
 }
 
 // destinationNames lists the sink's destinations, sorted; nil when its
@@ -203,6 +205,8 @@ func (s *Sink) destinationNames() []string {
 		d = s.Teams.Destinations
 	case s.Webhook != nil:
 		d = s.Webhook.Destinations
+	case s.Email != nil:
+		d = s.Email.Destinations
 	}
 	if len(d) == 0 {
 		return nil
@@ -221,6 +225,8 @@ func (c *Config) validateSinkDestinations(p string, s *Sink, add func(string, st
 		dests = s.Teams.Destinations
 	case "webhook":
 		dests = s.Webhook.Destinations
+	case "email":
+		dests = s.Email.Destinations
 	}
 	p = p + "." + typ + ".destinations"
 	for _, name := range slices.Sorted(maps.Keys(dests)) {
@@ -231,6 +237,19 @@ func (c *Config) validateSinkDestinations(p string, s *Sink, add func(string, st
 		if d == nil {
 			add(dp, "an empty destination: give it a %s", map[bool]string{true: "routingKey", false: "url or urlFrom"}[typ == "pagerduty"])
 			continue
+		}
+		if typ == "email" {
+			if d.URL != "" || d.URLFrom != nil || d.RoutingKey != nil {
+				add(dp, "an email destination is a list of recipients: to: [payments-oncall@example.com]")
+			}
+			if len(d.To) == 0 {
+				add(dp+".to", "an email destination needs recipients")
+			}
+			validateRecipients(dp+".to", d.To, add)
+			continue
+		}
+		if len(d.To) > 0 {
+			add(dp+".to", "to applies to email destinations; a %s destination is %s", typ, map[bool]string{true: "a routingKey", false: "a url or urlFrom"}[typ == "pagerduty"])
 		}
 		if typ == "pagerduty" {
 			if d.URL != "" || d.URLFrom != nil {

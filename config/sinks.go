@@ -16,6 +16,7 @@ type Sink struct {
 	PagerDuty    *PagerDutySink    `yaml:"pagerduty"`
 	Teams        *TeamsSink        `yaml:"teams"`
 	Opsgenie     *OpsgenieSink     `yaml:"opsgenie"`
+	Email        *EmailSink        `yaml:"email"`
 	// RateLimit is the most messages per second the sink sends (default:
 	// 1 for Slack, the platform's limit per channel; unlimited otherwise).
 	// When more wait than it allows in the next few seconds, they go out
@@ -48,6 +49,8 @@ func (s Sink) Type() string {
 		return "teams"
 	case s.Opsgenie != nil:
 		return "opsgenie"
+	case s.Email != nil:
+		return "email"
 	}
 	return ""
 }

@@ -56,13 +56,13 @@ func (c *Config) validate() Errors {
 			sinkNames[s.Name] = true
 		}
 		types := 0
-		for _, set := range []bool{s.Webhook != nil, s.Slack != nil, s.NATS != nil, s.Stdout != nil, s.Alertmanager != nil, s.PagerDuty != nil, s.Teams != nil, s.Opsgenie != nil} {
+		for _, set := range []bool{s.Webhook != nil, s.Slack != nil, s.NATS != nil, s.Stdout != nil, s.Alertmanager != nil, s.PagerDuty != nil, s.Teams != nil, s.Opsgenie != nil, s.Email != nil} {
 			if set {
 				types++
 			}
 		}
 		if types != 1 {
-			add(p, "a sink needs exactly one of: webhook, slack, nats, alertmanager, pagerduty, teams, opsgenie, stdout")
+			add(p, "a sink needs exactly one of: webhook, slack, nats, alertmanager, pagerduty, teams, opsgenie, email, stdout")
 		}
 		if s.RateLimit < 0 {
 			add(p+".rateLimit", "must not be negative")
@@ -86,6 +86,9 @@ func (c *Config) validate() Errors {
 		c.validateDestinations(p, &c.Sinks[i], add)
 		if o := s.Opsgenie; o != nil {
 			c.validateOpsgenie(p, o, add)
+		}
+		if e := s.Email; e != nil {
+			c.validateEmail(p, e, add)
 		}
 		c.validateSinkDestinations(p, &c.Sinks[i], add)
 		c.validateCredentials(p, &c.Sinks[i], add)

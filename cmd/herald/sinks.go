@@ -10,6 +10,7 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 	"github.com/herald-k8s/herald/sinks/alertmanager"
 	natssink "github.com/herald-k8s/herald/sinks/nats"
+	"github.com/herald-k8s/herald/sinks/email"
 	"github.com/herald-k8s/herald/sinks/opsgenie"
 	"github.com/herald-k8s/herald/sinks/pagerduty"
 	"github.com/herald-k8s/herald/sinks/slack"
@@ -125,6 +126,24 @@ func buildSinks(cfg *config.Config, out io.Writer, refs slack.RefStore, replica 
 			s, err := opsgenie.New(opsgenie.Options{
 				Name: sc.Name, URL: o.URL, APIKey: o.APIKey.Secret().Reveal(), Responders: responders, Tags: o.Tags,
 				ClusterName: o.ClusterName, Timeout: o.Timeout, UserAgent: userAgent, TLS: tlsOpts(sc.Name, o.TLS),
+			})
+			if err != nil {
+				return nil, close, err
+			}
+			lane.Sink = s
+		case sc.Email != nil:
+			e := sc.Email
+			var password string
+			if e.SMTP.Password != nil {
+				password = e.SMTP.Password.Secret().Reveal()
+			}
+			dests := map[string][]string{}
+			for name, d := range e.Destinations {
+				dests[name] = d.To
+			}
+			s, err := email.New(email.Options{
+				Name: sc.Name, Host: e.SMTP.Host, Port: e.SMTP.Port, Security: e.SMTP.Security, Username: e.SMTP.Username, Password: password,
+				TLS: tlsOpts(sc.Name, e.SMTP.TLS), From: e.From, To: e.To, Destinations: dests, ClusterName: e.ClusterName, Timeout: e.Timeout,
 			})
 			if err != nil {
 				return nil, close, err

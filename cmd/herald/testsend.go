@@ -134,6 +134,8 @@ func clusterName(sc *config.Sink) string {
 		return sc.Teams.ClusterName
 	case sc.Opsgenie != nil:
 		return sc.Opsgenie.ClusterName
+	case sc.Email != nil:
+		return sc.Email.ClusterName
 	}
 	return ""
 }
@@ -182,6 +184,8 @@ func sinkSecrets(sc *config.Sink) []string {
 		add(sc.Teams.URLFrom)
 	case sc.Opsgenie != nil:
 		add(sc.Opsgenie.APIKey)
+	case sc.Email != nil:
+		add(sc.Email.SMTP.Password)
 	}
 	return out
 }

@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"sinks/pagerduty":       {"sinks", "internal/incident"},
 	"sinks/teams":           {"sinks", "internal/incident"},
 	"sinks/opsgenie":        {"sinks", "internal/incident"},
+	"sinks/email":           {"sinks", "internal/incident", "internal/fence"},
 	"handlers":              {"watcher", "internal/rules", "internal/incident", "internal/links", "internal/ratelog", "internal/route", "sinks"},
 	"internal/route":        {"config", "internal/links", "internal/rules"},
 	"internal/testenv":      {},

@@ -43,6 +43,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	mailpit, err := testenv.EnsureMailpit(context.Background(), logf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if _, err := testenv.EnsureActionlint(context.Background(), logf); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -51,5 +56,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s, %s, %s, %s, %s\n", bins.KubeAPIServer, bins.Etcd, helm, promtool, alertmanager, registry)
+	fmt.Fprintf(os.Stderr, "testenv: binaries ready: %s, %s, %s, %s, %s, %s, %s\n", bins.KubeAPIServer, bins.Etcd, helm, promtool, alertmanager, registry, mailpit)
 }
