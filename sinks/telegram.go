@@ -1,6 +1,9 @@
 package sinks
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Telegram's MarkdownV2 (a bot's sendMessage with parse_mode MarkdownV2)
 // refuses a whole message in which one of its reserved characters stands
@@ -13,25 +16,34 @@ import "strings"
 
 // telegramReserved are the characters MarkdownV2 reserves outside code;
 // the backslash is escaped too, so text never escapes what follows it.
-const telegramReserved = "_*[]()~`>#+-=|{}.!\\"
+// Inside a pre block only ` and \ are.
+const (
+	telegramReserved     = "_*[]()~`>#+-=|{}.!\\"
+	telegramCodeReserved = "`\\"
+)
 
-// telegramPieces escapes s rune by rune: reserved (outside code, or the
-// few reserved inside) gets a backslash, @ a zero-width space after it
-// (a name such as @channel_admins then mentions nobody in a group).
-// Each piece's weight is what Telegram counts of it.
-func telegramPieces(s, reserved string) (pieces []string, weights []int) {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+// telegramWeight is what Telegram counts of r once escaped: an @ is
+// followed by a zero-width space (a name such as @channel_admins then
+// mentions nobody in a group).
+func telegramWeight(r rune) int {
+	if r == '@' {
+		return 2
+	}
+	return 1
+}
+
+func writeTelegram(b *strings.Builder, s, reserved string) {
 	for _, r := range s {
 		switch {
 		case strings.ContainsRune(reserved, r):
-			pieces, weights = append(pieces, `\`+string(r)), append(weights, 1)
+			b.WriteByte('\\')
+			b.WriteRune(r)
 		case r == '@':
-			pieces, weights = append(pieces, "@"+zwsp), append(weights, 2)
+			b.WriteString("@" + zwsp)
 		default:
-			pieces, weights = append(pieces, string(r)), append(weights, 1)
+			b.WriteRune(r)
 		}
 	}
-	return pieces, weights
 }
 
 // TelegramText is s escaped for MarkdownV2 text, at most n characters as
@@ -40,15 +52,25 @@ func TelegramText(n int, s string) string {
 	if n <= 0 {
 		return ""
 	}
-	pieces, weights := telegramPieces(s, telegramReserved)
-	if sum(weights) <= n {
-		return strings.Join(pieces, "")
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	cut, used, total := len(s), 0, 0
+	for i, r := range s {
+		w := telegramWeight(r)
+		if cut == len(s) && used+w > n-1 {
+			cut = i // where the text stops if it must be cut (room for …)
+		}
+		used += w
+		total += w
+		if total > n {
+			break
+		}
 	}
 	var b strings.Builder
-	for i, used := 0, 0; i < len(pieces) && used+weights[i] <= n-1; i++ {
-		b.WriteString(pieces[i])
-		used += weights[i]
+	if total <= n {
+		writeTelegram(&b, s, telegramReserved)
+		return b.String()
 	}
+	writeTelegram(&b, s[:cut], telegramReserved)
 	return b.String() + "…"
 }
 
@@ -57,22 +79,28 @@ func TelegramText(n int, s string) string {
 // say why; … marks the cut): inside a pre block only ` and \ are
 // escaped, and s cannot close the block.
 func TelegramCode(n int, s string) string {
-	pieces, weights := telegramPieces(s, "`\\")
-	budget, cut := n, ""
-	if sum(weights) > n {
-		budget, cut = n-1, "…" // room for the …
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	total := 0
+	for _, r := range s {
+		total += telegramWeight(r)
 	}
-	start, used := len(pieces), 0
-	for start > 0 && used+weights[start-1] <= budget {
-		start--
-		used += weights[start]
+	budget, mark := n, ""
+	if total > n {
+		budget, mark = n-1, "…" // room for the …
 	}
-	return "```\n" + cut + strings.Join(pieces[start:], "") + "\n```"
-}
-
-func sum(xs []int) (s int) {
-	for _, x := range xs {
-		s += x
+	start, used := len(s), 0
+	for start > 0 {
+		r, size := utf8.DecodeLastRuneInString(s[:start])
+		if used+telegramWeight(r) > budget {
+			break
+		}
+		used += telegramWeight(r)
+		start -= size
 	}
-	return s
+	var b strings.Builder
+	b.Grow(len(s) - start + 16)
+	b.WriteString("```\n" + mark)
+	writeTelegram(&b, s[start:], telegramCodeReserved)
+	b.WriteString("\n```")
+	return b.String()
 }
