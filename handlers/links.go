@@ -27,7 +27,10 @@ func (c *Controller) fillLinks(m metav1.Object, findings []rules.Finding) {
 		}
 		switch {
 		case f.Group != nil:
+			// A grouped incident is about its workload: its links are
+			// the same whichever pod was looked at last.
 			d.WorkloadKind, d.WorkloadName = f.Group.Kind, f.Group.Name
+			d.Kind, d.Name = f.Group.Kind, f.Group.Name
 		case m != nil && f.Object.Kind == "Pod":
 			d.WorkloadKind, d.WorkloadName = watcher.Workload(m)
 		default:

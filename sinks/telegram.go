@@ -22,11 +22,14 @@ const (
 	telegramCodeReserved = "`\\"
 )
 
-// telegramWeight is what Telegram counts of r once escaped: an @ is
-// followed by a zero-width space (a name such as @channel_admins then
-// mentions nobody in a group).
+// telegramWeight is what Telegram counts of r once escaped, in UTF-16
+// code units as it counts text: a character outside the Basic
+// Multilingual Plane (most emoji) is two, and an @ is followed by a
+// zero-width space (a name such as @channel_admins then mentions nobody
+// in a group).
 func telegramWeight(r rune) int {
-	if r == '@' {
+	switch {
+	case r == '@', r > 0xFFFF:
 		return 2
 	}
 	return 1

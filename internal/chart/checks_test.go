@@ -80,3 +80,25 @@ func TestChecksRefuseBadValues(t *testing.T) {
 		t.Errorf("valid extraRules refused: %v\n%s", err, out)
 	}
 }
+
+// TestChecksKnowEveryBuiltinKind: the chart's list of built-in kinds is
+// herald's, so a custom resource's rule without apiVersion fails at
+// helm install (not at herald's start), and a built-in kind passes.
+func TestChecksKnowEveryBuiltinKind(t *testing.T) {
+	tpl, err := os.ReadFile(chartDir + "/templates/_checks.tpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\$builtinKinds := list ((?:"\w+" ?)+)`).FindSubmatch(tpl)
+	if m == nil {
+		t.Fatal("no $builtinKinds in _checks.tpl")
+	}
+	chart := strings.Fields(strings.ReplaceAll(string(m[1]), `"`, ""))
+	if herald := slices.Sorted(maps.Keys(rules.BuiltinKinds())); !slices.Equal(chart, herald) {
+		t.Errorf("the chart's built-in kinds %q, herald's %q", chart, herald)
+	}
+	out, err := helm(t, "template", "herald", chartDir, "--kube-version", "1.36.0", "--set-json", `extraRules=[{"name":"c","kind":"Certificate","detector":"cert-not-ready"}]`)
+	if err == nil || !strings.Contains(out, "extraRules[0].apiVersion: kind Certificate is not built in") {
+		t.Errorf("a Certificate rule without apiVersion: err %v, output:\n%s", err, out)
+	}
+}

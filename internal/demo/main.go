@@ -145,12 +145,15 @@ func run(heraldBin, configPath string) error {
 		}
 	}
 
-	say("a storm: the Deployment web's 3 containers log their start and exit 1, all at once; the kubelet restarts them into CrashLoopBackOff. Expect one FIRING with the crashed container's real log lines (its password and a bare Shopify token redacted) and a hint, then at most one UPDATED per 10s update interval (without pacing: one message per pod and restart)")
+	say("a storm: the Deployment web's 3 containers log their start and exit 1, all at once; the kubelet restarts them into CrashLoopBackOff. Expect one FIRING with the crashed container's real log lines (its password and a bare Shopify token redacted), a hint and the rule's Logs link filled with the namespace, the pods' app label and the incident's time window, then at most one UPDATED per 10s update interval (without pacing: one message per pod and restart)")
 	start := time.Now()
 	if err := createDeployment(ctx, client, "web", 3, workload("-log", "INFO starting web v2,INFO config: db_password=hunter2 pool=10,INFO shop sync ready 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,ERROR dial tcp db:5432: connect: connection refused,FATAL cannot reach the database", "-exit", "1"), nil); err != nil {
 		return err
 	}
 	if err := expect(lines, seen, 90*time.Second, "FIRING", "demo/web"); err != nil {
+		return err
+	}
+	if err := expect(lines, seen, 5*time.Second, "links: Logs https://grafana.example.com/explore?left=", "namespace=%5C%22demo%5C%22,app=%5C%22web%5C%22"); err != nil {
 		return err
 	}
 	say("first alert %s after the Deployment was created (the kubelet's first restart and back-off)", time.Since(start).Round(time.Second))

@@ -17,7 +17,7 @@ import (
 
 // OpsgenieCall is one Alert API request the stand-in accepted.
 type OpsgenieCall struct {
-	Action string // create, acknowledge, close or note
+	Action string // create, acknowledge, unacknowledge, close or note
 	Alias  string
 	Create *OpsgenieCreate
 	User   string
@@ -183,7 +183,7 @@ func (o *Opsgenie) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
-	if len(parts) != 2 || !slices.Contains([]string{"acknowledge", "close", "notes"}, parts[1]) {
+	if len(parts) != 2 || !slices.Contains([]string{"acknowledge", "unacknowledge", "close", "notes"}, parts[1]) {
 		refuse(http.StatusNotFound, "no such endpoint "+r.URL.Path)
 		return
 	}
@@ -212,7 +212,7 @@ func (o *Opsgenie) serve(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnprocessableEntity, parts[1]+": "+strings.Join(bad, "; "))
 		return
 	}
-	action := map[string]string{"acknowledge": "acknowledge", "close": "close", "notes": "note"}[parts[1]]
+	action := map[string]string{"acknowledge": "acknowledge", "unacknowledge": "unacknowledge", "close": "close", "notes": "note"}[parts[1]]
 	o.calls = append(o.calls, OpsgenieCall{Action: action, Alias: alias, User: a.User, Note: a.Note, Source: a.Source})
 	alert, ok := o.alerts[alias]
 	if !ok || alert.Closed {
@@ -223,6 +223,8 @@ func (o *Opsgenie) serve(w http.ResponseWriter, r *http.Request) {
 	switch action {
 	case "acknowledge":
 		alert.Acknowledged, alert.AcknowledgedBy = true, a.User
+	case "unacknowledge":
+		alert.Acknowledged, alert.AcknowledgedBy = false, ""
 	case "close":
 		alert.Closed = true
 	}

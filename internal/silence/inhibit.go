@@ -38,6 +38,9 @@ func BuiltinInhibitions() []Inhibition {
 		{Source: config.IncidentMatcher{Kind: "Pod"}, Target: empty, Equal: []string{"workload"}},
 		{Source: config.IncidentMatcher{Reason: "ReplicasUnavailable"}, Target: empty, Equal: []string{"workload"}},
 		{Source: stuck, Target: empty, Equal: []string{"workload"}},
+		// A certificate near its end whose renewal fails: the expiring
+		// alert says both (its text carries cert-manager's reason).
+		{Source: config.IncidentMatcher{Reason: "CertificateExpiring"}, Target: config.IncidentMatcher{Reason: "CertificateNotReady"}, Equal: []string{"object"}},
 	}
 }
 
@@ -148,8 +151,9 @@ func (m *Muter) inhibited(inhibitions []Inhibition, inc *incident.Incident, desc
 }
 
 // equalValues are the values of the fields inhibitions compare — node,
-// workload (namespace/Kind/name) and namespace — of an incident in
-// namespace ns about objs.
+// workload (namespace/Kind/name), namespace, and (for the built-in ones)
+// object (namespace/Kind/name) — of an incident in namespace ns about
+// objs.
 func equalValues(ns string, objs []Object) map[string][]string {
 	out := map[string][]string{}
 	add := func(field, v string) {
@@ -159,6 +163,7 @@ func equalValues(ns string, objs []Object) map[string][]string {
 	}
 	add("namespace", ns)
 	for _, o := range objs {
+		add("object", ns+"/"+o.Kind+"/"+o.Name)
 		if o.Kind == "Node" {
 			add("node", o.Name)
 		}

@@ -57,3 +57,25 @@ func TestPodsExplainTheirServicesEmptyEndpoints(t *testing.T) {
 		t.Errorf("a Service that selects no workload muted by %q", mute.By)
 	}
 }
+
+// TestExpiringExplainsNotReady: a certificate near its end that also
+// fails to renew is one alert, the expiring one (it carries cert-manager's
+// reason); another certificate's expiry mutes nothing.
+func TestExpiringExplainsNotReady(t *testing.T) {
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	m := NewMuter("herald", slog.New(slog.DiscardHandler))
+	m.Configure(&config.Config{})
+	m.Watch(cached{})
+	cert := func(id, reason, name string) *incident.Incident {
+		return &incident.Incident{ID: id, Fingerprint: id, Rule: "r-" + id, Reason: reason,
+			Object: rules.ObjectRef{Kind: "Certificate", Namespace: "shop", Name: name}}
+	}
+	expiring := cert("e", "CertificateExpiring", "shop-tls")
+	open := openSet{all: map[string]*incident.Incident{"e": expiring}, byReason: map[string]map[string]*incident.Incident{"CertificateExpiring": {"e": expiring}}}
+	if mute, ok := m.Mute(cert("n", "CertificateNotReady", "shop-tls"), open, now); !ok || mute.Source != "e" {
+		t.Errorf("not ready while expiring: muted %v by %q", ok, mute.By)
+	}
+	if mute, ok := m.Mute(cert("o", "CertificateNotReady", "api-tls"), open, now); ok {
+		t.Errorf("another certificate muted by %q", mute.By)
+	}
+}

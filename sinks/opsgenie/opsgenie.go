@@ -116,7 +116,8 @@ type Request struct {
 // repeat create it again (Opsgenie folds a create with an open alert's
 // alias into it, so a lost alert comes back) and add the change as a
 // note; acknowledged and silenced acknowledge it (someone took it on, or
-// said they know); resolved closes it. A digest sends each of its
+// said they know), and the first notification after a silence ends
+// unacknowledges it again unless someone took it on; resolved closes it. A digest sends each of its
 // incidents: on a failure the whole digest is retried, which the aliases
 // make harmless.
 func (s *Sink) Send(ctx context.Context, n incident.Notification) error {
@@ -177,6 +178,12 @@ func (s *Sink) Requests(n incident.Notification) []Request {
 		return []Request{{Path: at + "/acknowledge", Body: Action{Source: "herald", Note: sinks.Head(sinks.Muted(n, n.Time), MaxNote)}}}
 	}
 	reqs := []Request{{Body: s.create(n)}}
+	if n.Unmuted != "" && inc.Ack == nil {
+		// The silence that acknowledged it is over and nobody took it
+		// on: it must page again (a create folds into the acknowledged
+		// alert and would not).
+		reqs = append(reqs, Request{Path: at + "/unacknowledge", Body: Action{Source: "herald", Note: sinks.Head(sinks.Unmuted(n)+": still "+inc.Reason, MaxNote)}})
+	}
 	if n.Transition == incident.Updated || n.Transition == incident.Repeat {
 		note := string(n.Transition)
 		if n.Change != "" {

@@ -123,3 +123,38 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("a 429: %v, want it retried", err)
 	}
 }
+
+// TestSilenceEndsPagesAgain: a silence acknowledges the alert; when it
+// ends with the problem still there, the alert is unacknowledged (a
+// create alone folds into the acknowledged alert and pages nobody) —
+// unless someone took it on meanwhile.
+func TestSilenceEndsPagesAgain(t *testing.T) {
+	og := oncalltest.NewOpsgenie(t, key)
+	s := newSink(t, og.URL)
+	ctx := context.Background()
+	firing := sample(t, "firing")
+	unmuted := sample(t, "unmuted")
+	if unmuted.Unmuted == "" || unmuted.Incident.ID != firing.Incident.ID {
+		t.Fatalf("the unmuted sample: %+v", unmuted)
+	}
+	unmuted.Incident.Ack = nil
+	for _, n := range []incident.Notification{firing, sample(t, "silenced"), unmuted} {
+		if err := s.Send(ctx, n); err != nil {
+			t.Fatalf("%s: %v (refused %v)", n.Transition, err, og.Invalid())
+		}
+	}
+	if a := og.Alert(firing.Incident.ID); a == nil || a.Acknowledged {
+		t.Fatalf("after the silence ended: %+v, want it unacknowledged", a)
+	}
+	acked := unmuted
+	acked.Incident.Ack = &incident.Ack{By: "slack:U0ANA", Name: "ana"}
+	if err := s.Send(ctx, sample(t, "silenced")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(ctx, acked); err != nil {
+		t.Fatal(err)
+	}
+	if a := og.Alert(firing.Incident.ID); !a.Acknowledged {
+		t.Error("an alert someone took on was unacknowledged when a silence ended")
+	}
+}

@@ -63,7 +63,7 @@ func init() {
 
 // parseMarkdownV2 reads s as Telegram's MarkdownV2 parser does (the Bot
 // API's "Formatting options") and returns how many characters the message
-// has after parsing. Errors are what Telegram refuses — a reserved
+// has after parsing, in UTF-16 code units as Telegram counts. Errors are what Telegram refuses — a reserved
 // character unescaped outside code, an escape of a character outside
 // 1–126, an unclosed entity — and what herald promises besides: no link
 // and no @ without the zero-width space that keeps it from mentioning.
@@ -79,7 +79,7 @@ func parseMarkdownV2(s string) (int, error) {
 			if nsize == 0 || next < 1 || next > 126 {
 				return n, fmt.Errorf("a backslash at byte %d escapes %q", i, next)
 			}
-			n++
+			n++ // the escaped character, ASCII
 			i += 1 + nsize
 			continue
 		case strings.HasPrefix(s[i:], "```"):
@@ -109,7 +109,7 @@ func parseMarkdownV2(s string) (int, error) {
 		case strings.ContainsRune(reserved, r):
 			return n, fmt.Errorf("character %q at byte %d is reserved and must be escaped", r, i)
 		default:
-			n++
+			n += utf16Len(r)
 		}
 		i += size
 	}
@@ -144,8 +144,8 @@ func preBlock(s string) (end, count int, err error) {
 		case s[i] == '@' && !strings.HasPrefix(s[i+1:], "\u200b"):
 			return 0, 0, errors.New("a bare @ inside")
 		default:
-			_, size := utf8.DecodeRuneInString(s[i:])
-			count++
+			r, size := utf8.DecodeRuneInString(s[i:])
+			count += utf16Len(r)
 			i += size
 		}
 	}
@@ -156,7 +156,7 @@ func preBlock(s string) (end, count int, err error) {
 // give MarkdownV2 that parses, with no more characters than asked for as
 // Telegram counts them, the start of a text and the end of a log kept.
 func TestTelegramEscapes(t *testing.T) {
-	hostile := "a_b*c[d](e)~f`g>h#i+j-k=l|m{n}o.p!q\\r@channel ```\x00ü\xff€"
+	hostile := "a_b*c[d](e)~f`g>h#i+j-k=l|m{n}o.p!q\\r@channel ```\x00ü\xff€🔥😀"
 	for _, n := range []int{1, 2, 10, 40, 100} {
 		text := sinks.TelegramText(n, hostile)
 		got, err := parseMarkdownV2(text)
@@ -191,4 +191,12 @@ func TestMarkdownV2Checker(t *testing.T) {
 	if n, err := parseMarkdownV2("*bold* \\. ```\nx\\`y\n```"); err != nil || n != 11 {
 		t.Errorf("good MarkdownV2: %d characters, %v", n, err)
 	}
+}
+
+// utf16Len is how many UTF-16 code units r takes.
+func utf16Len(r rune) int {
+	if r > 0xFFFF {
+		return 2
+	}
+	return 1
 }

@@ -223,6 +223,9 @@ func TestDocumentedTemplates(t *testing.T) {
 			}
 			checkRendered(t, tool, tmpl, SampleNotifications())
 			checkRendered(t, tool, tmpl, hostile(strings.Repeat("ü\xff\"*_`", 2000), strings.Repeat("\"\\\n\t\x00{{", 5000), strings.Repeat("€", 3000), 300))
+			// Emoji: two UTF-16 units each, as Telegram counts; four
+			// bytes each, as ntfy's limit counts.
+			checkRendered(t, tool, tmpl, hostile(strings.Repeat("🔥@", 3000), strings.Repeat("😀", 5000), strings.Repeat("🔥", 3000), 300))
 		})
 	}
 }

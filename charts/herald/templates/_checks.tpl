@@ -20,6 +20,7 @@ internal/chart's TestChecksKnowEveryDetector holds it. */}}
   "HorizontalPodAutoscaler" (list "max-replicas")
   "Service" (list "no-endpoints")
   "Event" (list "warning-events") -}}
+{{- $builtinKinds := list "CronJob" "DaemonSet" "Deployment" "EndpointSlice" "Event" "HorizontalPodAutoscaler" "Job" "Namespace" "Node" "PersistentVolumeClaim" "Pod" "ReplicaSet" "Secret" "Service" "StatefulSet" -}}
 {{- $duration := "^(0|([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$" -}}
 {{- $cfg := .Values.config | default dict -}}
 {{- $sinks := list -}}
@@ -33,6 +34,9 @@ internal/chart's TestChecksKnowEveryDetector holds it. */}}
 {{- $path := printf "%s[%d]" $where $i -}}
 {{- if not (kindIs "map" $r) -}}
 {{- fail (printf "%s: a rule is a map (name, kind, detector or condition, ...), not %v" $path $r) -}}
+{{- end -}}
+{{- if and $r.kind (not $r.apiVersion) (not (has (toString $r.kind) $builtinKinds)) -}}
+{{- fail (printf "%s.apiVersion: kind %s is not built in: set apiVersion (group/version), e.g. cert-manager.io/v1 for Certificate" $path (toString $r.kind)) -}}
 {{- end -}}
 {{- if and $r.detector (hasKey $detectors (toString $r.kind)) (not $r.apiVersion) -}}
 {{- $known := get $detectors (toString $r.kind) -}}
