@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/mail"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,5 +230,63 @@ func TestComposeGolden(t *testing.T) {
 				t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
 			}
 		})
+	}
+}
+
+// TestLogLinesCannotEndThePart: a container that works out the MIME
+// boundary (from the notification's ID, which it can) and logs it,
+// followed by a part of its own, cannot add a part: the mail has herald's
+// two, whatever the log says; and fifty recipients fold.
+func TestLogLinesCannotEndThePart(t *testing.T) {
+	n := sample(t, "firing")
+	// The five lines a mail shows: the first follows <pre>, the next
+	// starts a line with the boundary herald would take first.
+	b := "herald-" + hash(n.ID() + "/0")[:24]
+	lines := []string{"starting", "--" + b, "Content-Type: text/html", "", `<a href="https://evil.example/x">Acknowledge</a>`}
+	c := *n.Context
+	c.Logs = &incident.Logs{Container: "app", Lines: lines}
+	n.Context = &c
+	var to []string
+	for i := range 50 {
+		to = append(to, fmt.Sprintf("oncall-team-%02d@example.com", i))
+	}
+	raw, err := Compose(n, "herald <herald@example.com>", to, "prod-eu", n.Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\r\n") {
+		if len(line) > 998 {
+			t.Errorf("a line of %d characters", len(line))
+		}
+	}
+	if got, _ := msg.Header.AddressList("To"); len(got) != 50 {
+		t.Errorf("%d recipients parsed from the folded To", len(got))
+	}
+	_, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := multipart.NewReader(msg.Body, params["boundary"])
+	var types []string
+	for {
+		p, err := r.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(p)
+		types = append(types, p.Header.Get("Content-Type"))
+		if strings.Contains(p.Header.Get("Content-Type"), "html") && strings.Contains(string(body), `<a href="https://evil.example`) {
+			t.Error("the HTML part holds the log's link as HTML")
+		}
+	}
+	if len(types) != 2 {
+		t.Errorf("the mail has %d parts %v, want herald's two", len(types), types)
 	}
 }

@@ -44,7 +44,9 @@ func Compose(n incident.Notification, from string, to []string, cluster string, 
 	var b bytes.Buffer
 	header := func(k, v string) { fmt.Fprintf(&b, "%s: %s\r\n", k, v) }
 	header("From", from)
-	header("To", strings.Join(to, ", "))
+	// Folded, one recipient a line: 50 on one line would pass the 998
+	// characters an MTA may refuse a line of.
+	header("To", strings.Join(to, ",\r\n "))
 	topic := Topic(n, cluster)
 	subject := topic
 	if n.Transition != incident.Digest && n.Seq > 1 {
@@ -66,21 +68,41 @@ func Compose(n incident.Notification, from string, to []string, cluster string, 
 	header("X-Herald-Incident", headerSafe(n.Incident.ID))
 	header("X-Herald-Transition", string(n.Transition))
 	header("MIME-Version", "1.0")
-	boundary := "herald-" + hash(n.ID())[:24]
-	header("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
-	b.WriteString("\r\n")
 	text, page := bodies(n, cluster, now)
-	for _, part := range []struct{ typ, body string }{{"text/plain", text}, {"text/html", page}} {
-		fmt.Fprintf(&b, "--%s\r\nContent-Type: %s; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n", boundary, part.typ)
-		qp := quotedprintable.NewWriter(&b)
-		if _, err := qp.Write([]byte(strings.ReplaceAll(part.body, "\n", "\r\n"))); err != nil {
+	parts := []struct{ typ, body string }{{"text/plain", text}, {"text/html", page}}
+	for i := range parts {
+		var enc bytes.Buffer
+		qp := quotedprintable.NewWriter(&enc)
+		if _, err := qp.Write([]byte(strings.ReplaceAll(parts[i].body, "\n", "\r\n"))); err != nil {
 			return nil, err
 		}
 		qp.Close()
-		b.WriteString("\r\n")
+		parts[i].body = enc.String()
+	}
+	boundary := boundaryFor(n.ID(), parts[0].body, parts[1].body)
+	header("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
+	b.WriteString("\r\n")
+	for _, part := range parts {
+		fmt.Fprintf(&b, "--%s\r\nContent-Type: %s; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n%s\r\n", boundary, part.typ, part.body)
 	}
 	fmt.Fprintf(&b, "--%s--\r\n", boundary)
 	return b.Bytes(), nil
+}
+
+// boundaryFor is a MIME boundary that occurs in none of the encoded
+// parts (RFC 2046 asks no less): the bodies hold log lines and messages
+// from the cluster, whose authors can work out a boundary made from the
+// notification's ID and write it into a log line to end herald's part
+// and start one of their own. The first candidate the bodies do not
+// hold is taken, so the same mail is the same bytes (its goldens), and
+// no text can hold every candidate.
+func boundaryFor(id string, bodies ...string) string {
+	for k := 0; ; k++ {
+		b := "herald-" + hash(id + "/" + strconv.Itoa(k))[:24]
+		if !slices.ContainsFunc(bodies, func(body string) bool { return strings.Contains(body, b) }) {
+			return b
+		}
+	}
 }
 
 // Topic is an incident's subject, the same for every mail of its thread
