@@ -27,6 +27,9 @@ type OpsgenieSink struct {
 	ClusterName string        `yaml:"clusterName"`
 	Timeout     time.Duration `yaml:"timeout"`
 	TLS         TLSConfig     `yaml:"tls"`
+	// Insecure allows a url of plain http:// (a proxy on loopback): the
+	// key travels in every request's header.
+	Insecure bool `yaml:"insecure"`
 }
 
 // OpsgenieResponder is one responder of an alert.
@@ -64,6 +67,8 @@ func (c *Config) validateOpsgenie(p string, o *OpsgenieSink, add func(string, st
 		add(p+".region", "must be us or eu (or set url: Jira Service Management's is https://api.atlassian.com/jsm/ops/integration); got %q", o.Region)
 	}
 	validateURL(p+".url", o.URL, add)
+	plainCredentials(p+".url", o.URL, "the API key (Authorization: GenieKey)", o.Insecure, add)
+	plainCredentials(p+".url", o.URL, "the API key (Authorization: GenieKey)", o.Insecure, add)
 	for i, r := range o.Responders {
 		rp := fmt.Sprintf("%s.responders[%d]", p, i)
 		if !slices.Contains([]string{"team", "user", "escalation", "schedule"}, r.Type) {

@@ -31,6 +31,7 @@ func TestOpsgenie(t *testing.T) {
 		"{apiKey: {value: k, allowPlaintext: true}, responders: [{type: group, name: x}]}":      "sinks[0].opsgenie.responders[0].type: must be team, user, escalation or schedule",
 		"{apiKey: {value: k, allowPlaintext: true}, responders: [{type: team}]}":                "sinks[0].opsgenie.responders[0].name: a responder needs a name",
 		"{apiKey: {value: k, allowPlaintext: true}, url: 'ftp://x'}":                            "sinks[0].opsgenie.url: URL must start with http:// or https://",
+		"{apiKey: {value: k, allowPlaintext: true}, url: 'http://api.opsgenie.example'}":        "sinks[0].opsgenie.url: sends the API key (Authorization: GenieKey) over plain http://",
 		"{apiKey: {value: k, allowPlaintext: true}, tags: ['" + strings.Repeat("t", 51) + "']}": "sinks[0].opsgenie.tags[0]: a tag is 1 to 50 characters",
 	} {
 		if _, err := parse(block); err == nil || !strings.Contains(err.Error(), want) {

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // What the cache keeps of objects other than compact pods. Whoever can
@@ -177,5 +178,48 @@ func dropUnread(obj any) {
 		o.Spec.VolumeClaimTemplates = nil
 	case *corev1.Node:
 		o.Status.Images = nil
+	case *unstructured.Unstructured:
+		if gvk := o.GroupVersionKind(); gvk.Group == "cert-manager.io" && gvk.Kind == "Certificate" {
+			keepCertificate(o)
+		}
 	}
+}
+
+// maxCertNames bounds the DNS names a cached Certificate keeps: its
+// alert says three and how many more.
+const maxCertNames = 3
+
+// keepCertificate keeps of a cert-manager Certificate what the
+// certificate detectors read — its Secret's name, its issuer, its first
+// DNS names and their count, its validity, renewal time and Ready
+// condition — and drops the rest of its spec, which its author may make
+// as large as the API allows and which holds literal keystore passwords
+// (spec.keystores).
+func keepCertificate(u *unstructured.Unstructured) {
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	kept := map[string]any{}
+	for _, k := range []string{"secretName", "issuerRef"} {
+		if v, ok := spec[k]; ok {
+			kept[k] = v
+		}
+	}
+	if names, ok := spec["dnsNames"].([]any); ok {
+		kept["dnsNames"] = names[:min(len(names), maxCertNames)]
+		kept["dnsNamesTotal"] = int64(len(names))
+	}
+	keptStatus := map[string]any{}
+	for _, k := range []string{"notBefore", "notAfter", "renewalTime"} {
+		if v, ok := status[k]; ok {
+			keptStatus[k] = v
+		}
+	}
+	if conds, ok := status["conditions"].([]any); ok {
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+				keptStatus["conditions"] = []any{m}
+			}
+		}
+	}
+	u.Object = map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"], "spec": kept, "status": keptStatus}
 }

@@ -179,7 +179,7 @@ func TestSlackButtons(t *testing.T) {
 	const ogKey = "0c8f3a1e-7b2d-4c5e-9f60-a1b2c3d4e5f6"
 	og := oncalltest.NewOpsgenie(t, ogKey)
 	cfg := strings.Replace(fmt.Sprintf(buttonsConfig, sl.URL()+"/api/", pd.URL), "to: [{sink: pd}]", "to: [{sink: pd}, {sink: og}]", 1) +
-		fmt.Sprintf("  - name: og\n    opsgenie: {apiKey: {value: %s, allowPlaintext: true}, url: %q, responders: [{type: team, name: payments}]}\n", ogKey, og.URL)
+		fmt.Sprintf("  - name: og\n    opsgenie: {apiKey: {value: %s, allowPlaintext: true}, url: %q, insecure: true, responders: [{type: team, name: payments}]}\n", ogKey, og.URL)
 	metrics := freeAddr(t)
 	h := startedHerald(t, env, cfg, "--log-level", "debug")
 	t.Cleanup(func() { h.stop() }) // whichever herald runs last

@@ -46,8 +46,13 @@ func readCertificate(obj runtime.Object, detector string) (*certificate, error) 
 		c.issuer = strings.TrimSpace(kind + " " + name)
 	}
 	names, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "dnsNames")
-	if len(names) > maxCertSaid {
-		names = append(names[:maxCertSaid:maxCertSaid], fmt.Sprintf("%d more", len(names)-maxCertSaid))
+	total := int64(len(names))
+	if t, ok, _ := unstructured.NestedInt64(u.Object, "spec", "dnsNamesTotal"); ok && t > total {
+		total = t // the cache keeps the first few (watcher/keep.go)
+	}
+	names = names[:min(len(names), maxCertSaid)]
+	if total > int64(len(names)) {
+		names = append(names, fmt.Sprintf("%d more", total-int64(len(names))))
 	}
 	c.dnsSaid = strings.Join(names, ", ")
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -94,17 +99,35 @@ func (c *certificate) facts() map[string]string {
 	return f
 }
 
+// renewalGrace is how long past its renewal time a certificate may go
+// unrenewed before it counts as failing: cert-manager renews within
+// seconds to minutes.
+const renewalGrace = time.Hour
+
+// expiringFrom is when a certificate starts to count as expiring: when
+// its notAfter is within the window, and its renewal is overdue — a
+// certificate of a week (an internal CA's) is always within 14 days of
+// its end, and is renewed well before it.
+func (c *certificate) expiringFrom(window time.Duration) time.Time {
+	from := c.notAfter.Add(-window)
+	if !c.renewal.IsZero() && c.renewal.Add(renewalGrace).After(from) && c.renewal.Add(renewalGrace).Before(c.notAfter) {
+		from = c.renewal.Add(renewalGrace)
+	}
+	return from
+}
+
 // detectCertExpiring fires while a Certificate's status.notAfter is
-// within the rule's window (14 days by default) — or past: cert-manager
-// renews at two thirds of a certificate's life, so one this close to its
-// end is one whose renewal has been failing. It ends when a renewed
+// within the rule's window (14 days by default) — or past — and its
+// renewal is overdue: cert-manager renews at two thirds of a
+// certificate's life (status.renewalTime), so one this close to its end
+// is one whose renewal has been failing. It ends when a renewed
 // certificate moves notAfter out of the window.
 func detectCertExpiring(obj runtime.Object, p Params, now time.Time) ([]Detection, error) {
 	c, err := readCertificate(obj, "cert-expiring")
 	if c == nil || err != nil || c.notAfter.IsZero() {
 		return nil, err
 	}
-	from := c.notAfter.Add(-p.Window)
+	from := c.expiringFrom(p.Window)
 	if now.Before(from) {
 		return nil, nil
 	}
@@ -134,7 +157,7 @@ func certWake(obj runtime.Object, p Params, now time.Time) time.Duration {
 	if c == nil || err != nil || c.notAfter.IsZero() {
 		return 0
 	}
-	if from := c.notAfter.Add(-p.Window); from.After(now) {
+	if from := c.expiringFrom(p.Window); from.After(now) {
 		return from.Sub(now) + time.Second
 	}
 	return 0

@@ -45,6 +45,12 @@ func TestCertificateShapes(t *testing.T) {
 	if got, _ := detectCertNotReady(u, Params{}, now); len(got) != 1 || got[0].Facts["reason"] != "Failed" || !strings.Contains(got[0].Detail, "1 more") {
 		t.Errorf("not ready: %+v", got)
 	}
+	// As the cache keeps it: the first three names and how many.
+	_ = unstructured.SetNestedStringSlice(u.Object, []string{"a.example.com", "b.example.com", "c.example.com"}, "spec", "dnsNames")
+	_ = unstructured.SetNestedField(u.Object, int64(10), "spec", "dnsNamesTotal")
+	if got, _ := detectCertNotReady(u, Params{}, now); len(got) != 1 || !strings.Contains(got[0].Detail, "c.example.com, 7 more") {
+		t.Errorf("a cached Certificate of ten names: %+v", got)
+	}
 	u.SetDeletionTimestamp(&metav1.Time{Time: now})
 	if got, _ := detectCertNotReady(u, Params{}, now); len(got) != 0 {
 		t.Errorf("a Certificate being deleted: %+v", got)
@@ -61,5 +67,30 @@ func TestCertificateShapes(t *testing.T) {
 	}
 	if _, err := detectCertExpiring(&corev1.Pod{}, Params{}, now); err == nil {
 		t.Error("a Pod was read as a Certificate")
+	}
+}
+
+// TestShortLivedCertificates: a certificate of a week (an internal CA's)
+// is always within 14 days of its end; it counts as expiring only once
+// its renewal is an hour overdue, and herald looks again then.
+func TestShortLivedCertificates(t *testing.T) {
+	u := loadObject(t, "cert-ok.yaml").(*unstructured.Unstructured)
+	set := func(field string, at time.Time) {
+		if err := unstructured.SetNestedField(u.Object, at.Format(time.RFC3339), "status", field); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("notAfter", now.Add(5*24*time.Hour))
+	set("renewalTime", now.Add(3*24*time.Hour)) // renewed with 2 days to go
+	p := Params{Window: 14 * 24 * time.Hour}
+	if got, _ := detectCertExpiring(u, p, now); len(got) != 0 {
+		t.Errorf("a week's certificate before its renewal time: %+v", got)
+	}
+	if wake := certWake(u, p, now); wake != 3*24*time.Hour+time.Hour+time.Second {
+		t.Errorf("wake in %s, want at the renewal time and an hour", wake)
+	}
+	later := now.Add(3*24*time.Hour + time.Hour + time.Second)
+	if got, _ := detectCertExpiring(u, p, later); len(got) != 1 || !strings.Contains(got[0].Detail, "its renewal was due") {
+		t.Errorf("an hour past its renewal time: %+v", got)
 	}
 }

@@ -28,21 +28,31 @@ func BuiltinInhibitions() []Inhibition {
 	stuck := config.IncidentMatcher{Kind: "Deployment", Reason: "ProgressDeadlineExceeded"}
 	crashing := config.IncidentMatcher{Kind: "Pod", Reason: "CrashLoopBackOff"}
 	empty := config.IncidentMatcher{Kind: "Service", Reason: "NoReadyEndpoints"}
-	return []Inhibition{
+	out := []Inhibition{
 		{Source: config.IncidentMatcher{Kind: "Node", Reason: "NodeNotReady"}, Target: config.IncidentMatcher{Kind: "Pod"}, Equal: []string{"node"}},
 		{Source: stuck, Target: crashing, Equal: []string{"workload"}},
 		{Source: crashing, Target: stuck, Equal: []string{"workload"}},
-		// A Service with no ready endpoint is explained by its pods'
-		// incident (crash loop, image pull, pending …) or its
-		// workload's (unavailable, a stuck rollout): that one speaks.
-		{Source: config.IncidentMatcher{Kind: "Pod"}, Target: empty, Equal: []string{"workload"}},
+		// A Service with no ready endpoint is explained by its
+		// workload's incident (unavailable, a stuck rollout) or its
+		// pods' when that keeps them from being ready (below): that one
+		// speaks.
 		{Source: config.IncidentMatcher{Reason: "ReplicasUnavailable"}, Target: empty, Equal: []string{"workload"}},
 		{Source: stuck, Target: empty, Equal: []string{"workload"}},
 		// A certificate near its end whose renewal fails: the expiring
 		// alert says both (its text carries cert-manager's reason).
 		{Source: config.IncidentMatcher{Reason: "CertificateExpiring"}, Target: config.IncidentMatcher{Reason: "CertificateNotReady"}, Equal: []string{"object"}},
 	}
+	for _, reason := range notReadyReasons {
+		out = append(out, Inhibition{Source: config.IncidentMatcher{Kind: "Pod", Reason: reason}, Target: empty, Equal: []string{"workload"}})
+	}
+	return out
 }
+
+// notReadyReasons are the pod problems that keep a pod out of its
+// Services' ready endpoints; another pod incident (an eviction, a
+// restart count, a rule of your own) explains no empty Service.
+var notReadyReasons = []string{"CrashLoopBackOff", "OOMKilled", "ImagePullBackOff", "CreateContainerConfigError",
+	"CreateContainerError", "RunContainerError", "PodPending", "NotReady", "PodFailed"}
 
 // WorkloadsFact is the fact in which an incident about a Service names
 // the workloads it sends to ("Deployment/web,StatefulSet/db").

@@ -56,6 +56,12 @@ func TestPodsExplainTheirServicesEmptyEndpoints(t *testing.T) {
 	if mute, ok := m.Mute(service(""), openOf(crash, unavailable), now); ok {
 		t.Errorf("a Service that selects no workload muted by %q", mute.By)
 	}
+	// A pod incident that does not keep pods unready explains nothing.
+	restarts := podIncident("shop", "web-5d8f-x2k4")
+	restarts.Reason, restarts.Rule = "Restarting", "pod-restarts"
+	if mute, ok := m.Mute(service("Deployment/web"), openOf(restarts), now); ok {
+		t.Errorf("muted by a restart count's incident %q", mute.By)
+	}
 }
 
 // TestExpiringExplainsNotReady: a certificate near its end that also
