@@ -21,32 +21,7 @@ var certificateGVR = schema.GroupVersionResource{Group: "cert-manager.io", Versi
 // herald reads spec and status as cert-manager writes them) and waits
 // until it is served.
 func installCertificateCRD(t *testing.T, dyn dynamic.Interface) {
-	t.Helper()
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": "certificates.cert-manager.io"},
-		"spec": map[string]any{
-			"group": "cert-manager.io",
-			"names": map[string]any{"kind": "Certificate", "plural": "certificates", "singular": "certificate", "listKind": "CertificateList", "shortNames": []any{"cert", "certs"}},
-			"scope": "Namespaced",
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-			}},
-		},
-	}}
-	ctx := context.Background()
-	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(certificateGVR).Namespace("default").List(ctx, metav1.ListOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("Certificate CRD not served: %v", err)
-	}
+	installCRD(t, dyn, certificateGVR, "Certificate")
 }
 
 // certificate is a Certificate as cert-manager leaves it: its spec, and

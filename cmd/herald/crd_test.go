@@ -26,18 +26,22 @@ var (
 
 // installWidgetCRD creates a namespaced Widget CRD and waits until it is
 // served.
-func installWidgetCRD(t *testing.T, dyn dynamic.Interface) {
+func installWidgetCRD(t *testing.T, dyn dynamic.Interface) { installCRD(t, dyn, widgetGVR, "Widget") }
+
+// installCRD creates a namespaced CRD of kind at gvr, its schema left
+// open, and waits until it is served.
+func installCRD(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, kind string) {
 	t.Helper()
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": "widgets.example.com"},
+		"metadata":   map[string]any{"name": gvr.Resource + "." + gvr.Group},
 		"spec": map[string]any{
-			"group": "example.com",
-			"names": map[string]any{"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+			"group": gvr.Group,
+			"names": map[string]any{"kind": kind, "plural": gvr.Resource, "singular": strings.ToLower(kind), "listKind": kind + "List"},
 			"scope": "Namespaced",
 			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
+				"name": gvr.Version, "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{
 					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
 				}},
@@ -49,11 +53,11 @@ func installWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 		t.Fatal(err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{})
+		_, err := dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("Widget CRD not served: %v", err)
+		t.Fatalf("%s CRD not served: %v", kind, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package oncalltest
 
 import (
+	"testing"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/incident"
@@ -328,4 +329,17 @@ func Samples() []Sample {
 		Incident: incident.Incident{Sinks: []string{"chat"}}}
 	add("digest", "many incidents in one message (herald's first start, or a storm under a sink's rate limit)", digest)
 	return out
+}
+
+// Named is the sample notification of that name, for a sink's tests of
+// one incident's life (t fails when there is none).
+func Named(t testing.TB, name string) incident.Notification {
+	t.Helper()
+	for _, s := range Samples() {
+		if s.Name == name {
+			return s.Note
+		}
+	}
+	t.Fatalf("no sample %q", name)
+	return incident.Notification{}
 }

@@ -22,16 +22,7 @@ import (
 	"github.com/herald-k8s/herald/sinks"
 )
 
-func sample(t *testing.T, name string) incident.Notification {
-	t.Helper()
-	for _, s := range oncalltest.Samples() {
-		if s.Name == name {
-			return s.Note
-		}
-	}
-	t.Fatalf("no sample %q", name)
-	return incident.Notification{}
-}
+var sample = oncalltest.Named
 
 // server is a Mailpit with STARTTLS required, a CA the sink trusts, and
 // one login.

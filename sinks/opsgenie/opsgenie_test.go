@@ -23,16 +23,7 @@ func newSink(t *testing.T, url string) *Sink {
 	return s
 }
 
-func sample(t *testing.T, name string) incident.Notification {
-	t.Helper()
-	for _, s := range oncalltest.Samples() {
-		if s.Name == name {
-			return s.Note
-		}
-	}
-	t.Fatalf("no sample %q", name)
-	return incident.Notification{}
-}
+var sample = oncalltest.Named
 
 // TestLifecycle: one incident's notifications, as the stand-in checks
 // them against the documented API: firing creates the alert (alias: the
