@@ -35,6 +35,7 @@ rules:
       - name: Dashboard
         url: "https://grafana.example.com/d/k8s?var-cluster={{ .Cluster }}&var-namespace={{ .Namespace }}&var-workload={{ .WorkloadName }}&from={{ .FromMs }}&to={{ .ToMs }}"
       - {name: Docs, url: 'https://{{ index .Labels "docs-host" }}/runbook'}
+      - {name: Object, url: 'https://kube.example.com/{{ .Namespace }}/{{ .Kind }}/{{ .Name }}'}
 routes:
   - name: all
     to: [{sink: hook}]
@@ -65,8 +66,13 @@ sinks:
 		names = append(names, l.Name)
 		byName[l.Name] = l.URL
 	}
-	if strings.Join(names, ",") != "Dashboard,Logs" {
-		t.Fatalf("links %v, want the rule's Dashboard, then the route's Logs (Docs left out)", p.Incident.Links)
+	if strings.Join(names, ",") != "Dashboard,Object,Logs" {
+		t.Fatalf("links %v, want the rule's Dashboard and Object, then the route's Logs (Docs left out)", p.Incident.Links)
+	}
+	// A grouped incident's object is its workload, whichever pod was
+	// looked at last.
+	if want := "https://kube.example.com/default/Deployment/api"; byName["Object"] != want {
+		t.Errorf("Object %s, want %s", byName["Object"], want)
 	}
 	if want := "https://grafana.example.com/d/k8s?var-cluster=prod-eu&var-namespace=default&var-workload=api&from="; !strings.HasPrefix(byName["Dashboard"], want) {
 		t.Errorf("Dashboard %s\nwant it to begin %s", byName["Dashboard"], want)
