@@ -64,7 +64,7 @@ func crashLoop(now time.Time) incident.Notification {
 		Reason: "CrashLoopBackOff", Container: "api", Title: "shop/api-1: container api is crash-looping",
 		Text: "Restarted 5 times; last exit code 1.", Sinks: []string{"am"}, FirstSeen: now.Add(-time.Minute),
 		RunbookURL: "https://runbooks.example.com/CrashLoopBackOff",
-		Links: []links.Link{{Name: "Dashboard", URL: "https://grafana.example.com/d/x?ns=shop"}, {Name: "Logs", URL: "https://grafana.example.com/explore?ns=shop"}},
+		Links:      []links.Link{{Name: "Dashboard", URL: "https://grafana.example.com/d/x?ns=shop"}, {Name: "Logs", URL: "https://grafana.example.com/explore?ns=shop"}},
 	}
 	inc.Object.Kind, inc.Object.Namespace, inc.Object.Name, inc.Object.UID = "Pod", "shop", "api-1", "uid-1"
 	return incident.Notification{Incident: inc, Transition: incident.Firing, Seq: 1, Time: now,
@@ -130,7 +130,7 @@ func TestAgainstAlertmanager(t *testing.T) {
 	}
 	for k, v := range map[string]string{"summary": n.Incident.Title, "description": n.Incident.Text, "runbook_url": n.Incident.RunbookURL,
 		"links": "Dashboard: https://grafana.example.com/d/x?ns=shop\nLogs: https://grafana.example.com/explore?ns=shop",
-		"hint": n.Context.Hint, "herald_incident": n.Incident.ID} {
+		"hint":  n.Context.Hint, "herald_incident": n.Incident.ID} {
 		if got.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, got.Annotations[k], v)
 		}
