@@ -32,6 +32,21 @@ func ParseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// NewHTTPEndpoint checks the address of an HTTP sink (kind name) and
+// makes its client; errors name the sink. The PagerDuty, Teams and
+// Opsgenie sinks begin with it.
+func NewHTTPEndpoint(kind, name, rawURL string, timeout time.Duration, t TLSOptions) (*http.Client, *url.URL, error) {
+	u, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	client, err := NewHTTPClient(timeout, t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	return client, u, nil
+}
+
 // NewHTTPClient makes a client with its own transport: shared transports
 // (http.DefaultTransport) are neither used nor modified. It follows
 // redirects only to the same host (SameHostRedirects).

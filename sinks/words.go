@@ -24,6 +24,18 @@ func Where(inc incident.Incident) string {
 	return inc.Object.Namespace + "/" + inc.Object.Name
 }
 
+// Locator is the incident's object as on-call tools place it:
+// "<namespace>/<kind>/<name>" (a Node's without a namespace).
+func Locator(inc incident.Incident) string {
+	var parts []string
+	for _, p := range []string{inc.Object.Namespace, strings.ToLower(inc.Object.Kind), inc.Object.Name} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
 // What is the problem in a few words: the reason, and for a grouped
 // incident how many of the workload's pods have it.
 func What(inc incident.Incident) string {

@@ -88,3 +88,16 @@ func TestEndedByReason(t *testing.T) {
 		}
 	}
 }
+
+// TestLocator: where on-call tools place an incident's object, a
+// cluster-scoped one without a namespace.
+func TestLocator(t *testing.T) {
+	pod := incident.Incident{Object: rules.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "api-1"}}
+	node := incident.Incident{Object: rules.ObjectRef{Kind: "Node", Name: "node-7"}}
+	if got := Locator(pod); got != "shop/pod/api-1" {
+		t.Errorf("pod: %q", got)
+	}
+	if got := Locator(node); got != "node/node-7" {
+		t.Errorf("node: %q", got)
+	}
+}

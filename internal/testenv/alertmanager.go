@@ -78,7 +78,7 @@ func RunAlertmanagerWith(ctx context.Context, dir, cfg string, logf func(format 
 		if err != nil {
 			return nil, err
 		}
-		if waitReady(url, proc, 30*time.Second) {
+		if waitReady(url+"/-/ready", proc, 30*time.Second) {
 			return &Alertmanager{URL: url, proc: proc}, nil
 		}
 		logf("alertmanager did not start:\n%s", proc.tail(20))
@@ -90,9 +90,9 @@ func RunAlertmanagerWith(ctx context.Context, dir, cfg string, logf func(format 
 // Stop stops the Alertmanager.
 func (am *Alertmanager) Stop() { am.proc.stop() }
 
-// waitReady polls /-/ready until it answers 200, the process exits, or the
-// time is up.
-func waitReady(url string, proc *process, within time.Duration) bool {
+// waitReady polls readyURL (Alertmanager's /-/ready, Mailpit's /readyz)
+// until it answers 200, the process exits, or the time is up.
+func waitReady(readyURL string, proc *process, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	client := &http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
@@ -101,7 +101,7 @@ func waitReady(url string, proc *process, within time.Duration) bool {
 			return false
 		default:
 		}
-		if resp, err := client.Get(url + "/-/ready"); err == nil {
+		if resp, err := client.Get(readyURL); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return true

@@ -88,7 +88,7 @@ func StartMailpit(t testing.TB, o MailpitOptions) *Mailpit {
 			t.Fatal(err)
 		}
 		m := &Mailpit{SMTPPort: ports[0], API: fmt.Sprintf("http://127.0.0.1:%d", ports[1]), proc: proc}
-		if m.ready(proc, 30*time.Second) {
+		if waitReady(m.API+"/readyz", proc, 30*time.Second) {
 			t.Cleanup(proc.stop)
 			return m
 		}
@@ -97,25 +97,6 @@ func StartMailpit(t testing.TB, o MailpitOptions) *Mailpit {
 	}
 	t.Fatalf("mailpit did not become ready (logs in %s)", dir)
 	return nil
-}
-
-func (m *Mailpit) ready(proc *process, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	client := &http.Client{Timeout: time.Second}
-	for time.Now().Before(deadline) {
-		if resp, err := client.Get(m.API + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return true
-			}
-		}
-		select {
-		case <-proc.exited:
-			return false
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return false
 }
 
 // MailpitMessage is a message as Mailpit's API lists it.

@@ -69,13 +69,9 @@ type Sink struct {
 
 // New makes an Opsgenie sink with its own HTTP client.
 func New(opts Options) (*Sink, error) {
-	u, err := sinks.ParseURL(opts.URL)
+	client, u, err := sinks.NewHTTPEndpoint("opsgenie", opts.Name, opts.URL, opts.Timeout, opts.TLS)
 	if err != nil {
-		return nil, fmt.Errorf("opsgenie %s: %w", opts.Name, err)
-	}
-	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
-	if err != nil {
-		return nil, fmt.Errorf("opsgenie %s: %w", opts.Name, err)
+		return nil, err
 	}
 	opts.URL = strings.TrimSuffix(opts.URL, "/")
 	return &Sink{opts: opts, client: client, what: fmt.Sprintf("opsgenie %s (%s://%s)", opts.Name, u.Scheme, u.Host)}, nil
@@ -196,14 +192,14 @@ func (s *Sink) Requests(n incident.Notification) []Request {
 
 func (s *Sink) create(n incident.Notification) Create {
 	inc := n.Incident
-	where := strings.Join(nonEmpty(inc.Object.Namespace, strings.ToLower(inc.Object.Kind), inc.Object.Name), "/")
+	where := sinks.Locator(inc)
 	c := Create{
 		Message:     sinks.Head(message(n, s.opts.ClusterName), MaxMessage),
 		Alias:       sinks.Head(inc.ID, MaxAlias),
 		Description: sinks.Head(description(n), MaxDescription),
 		Responders:  s.opts.Responders,
 		Entity:      sinks.Head(where, MaxEntity),
-		Source:      sinks.Head(strings.Join(nonEmpty("herald", s.opts.ClusterName), " "), MaxSource),
+		Source:      sinks.Head(strings.TrimSpace("herald "+s.opts.ClusterName), MaxSource),
 		Priority:    priority(inc.Severity),
 	}
 	tags := append(slices.Clone(s.opts.Tags), inc.Rule, inc.Reason, inc.Severity, s.opts.ClusterName, inc.Object.Namespace)
@@ -296,14 +292,4 @@ func priority(severity string) string {
 		return "P5"
 	}
 	return "P3"
-}
-
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -51,13 +51,9 @@ type Sink struct {
 
 // New makes a PagerDuty sink with its own HTTP client.
 func New(opts Options) (*Sink, error) {
-	u, err := sinks.ParseURL(opts.URL)
+	client, u, err := sinks.NewHTTPEndpoint("pagerduty", opts.Name, opts.URL, opts.Timeout, opts.TLS)
 	if err != nil {
-		return nil, fmt.Errorf("pagerduty %s: %w", opts.Name, err)
-	}
-	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
-	if err != nil {
-		return nil, fmt.Errorf("pagerduty %s: %w", opts.Name, err)
+		return nil, err
 	}
 	return &Sink{opts: opts, client: client, what: fmt.Sprintf("pagerduty %s (%s://%s)", opts.Name, u.Scheme, u.Host)}, nil
 }
@@ -142,7 +138,7 @@ func (s *Sink) Event(n incident.Notification) Event {
 		return e
 	}
 	e.EventAction = "trigger"
-	where := strings.Join(nonEmpty(inc.Object.Namespace, strings.ToLower(inc.Object.Kind), inc.Object.Name), "/")
+	where := sinks.Locator(inc)
 	source := where
 	if s.opts.ClusterName != "" {
 		source = s.opts.ClusterName + " " + where
@@ -213,14 +209,4 @@ func severity(s string) string {
 		return s
 	}
 	return "error"
-}
-
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

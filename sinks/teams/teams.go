@@ -45,13 +45,9 @@ type Sink struct {
 
 // New makes a Teams sink with its own HTTP client.
 func New(opts Options) (*Sink, error) {
-	u, err := sinks.ParseURL(opts.URL)
+	client, u, err := sinks.NewHTTPEndpoint("teams", opts.Name, opts.URL, opts.Timeout, opts.TLS)
 	if err != nil {
-		return nil, fmt.Errorf("teams %s: %w", opts.Name, err)
-	}
-	client, err := sinks.NewHTTPClient(opts.Timeout, opts.TLS)
-	if err != nil {
-		return nil, fmt.Errorf("teams %s: %w", opts.Name, err)
+		return nil, err
 	}
 	// A Workflows URL carries its signature in the query: never shown.
 	return &Sink{opts: opts, client: client, what: fmt.Sprintf("teams %s (%s)", opts.Name, sinks.RedactURL(u)), now: time.Now}, nil
