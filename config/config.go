@@ -123,6 +123,13 @@ type Rule struct {
 	// Window is a detector parameter: how long a past event (an OOM kill,
 	// a restart, a Warning event, an eviction) keeps the incident open.
 	Window time.Duration `yaml:"window"`
+	// Critical is a detector parameter (volume-filling): the percentage
+	// full at which a second, critical alert fires (default 90).
+	Critical int `yaml:"critical"`
+	// Horizon is a detector parameter (volume-filling): alert before the
+	// threshold when, at the window's rate, the volume is full within it
+	// (default 24h; 0s: no alert from the forecast).
+	Horizon *time.Duration `yaml:"horizon"`
 	// Reasons is a detector parameter (warning-events): Event reasons to
 	// alert on; empty means any Warning.
 	Reasons []string `yaml:"reasons"`

@@ -18,6 +18,9 @@ type Detection struct {
 	// Detail is one sentence for the message body.
 	Detail     string
 	Sustaining bool
+	// Severity, when set, is the detection's instead of the rule's (a
+	// detector with a level of its own: a volume almost full is critical).
+	Severity string
 	// Settling marks a Sustaining detection whose object looks healthy
 	// and is only waiting out the detector's settle time: that wait is
 	// already a hold-down, so the incident resolves as soon as it ends.
@@ -40,6 +43,10 @@ type Params struct {
 	Settle time.Duration
 	// Except: termination reasons left to another rule (crashloop).
 	Except []string
+	// Critical: the second threshold (volume-filling, percent full).
+	Critical int
+	// Horizon: alert when the forecast says full within it (volume-filling; 0: no forecast alert).
+	Horizon time.Duration
 	// aboutRegarding: the detector's findings are about an Event's
 	// regarding object (warning-events); customKinds are the kinds
 	// outside the built-in table such an object may be (regarding.go).
@@ -47,6 +54,8 @@ type Params struct {
 	customKinds    []schema.GroupKind
 	// related: the cache's other objects (set for each evaluation).
 	related Related
+	// volumes: the kubelet's volume readings (set for each evaluation).
+	volumes VolumeStats
 }
 
 // Detector inspects one object and reports its problems.
@@ -71,6 +80,12 @@ type detectorSpec struct {
 	// reads names a kind the detector reads through Related besides its
 	// own: the Set's Kinds include it, so that it is cached and watched.
 	reads string
+	// defaultCritical and defaultHorizon: volume-filling's.
+	defaultCritical int
+	defaultHorizon  time.Duration
+	// readsVolumes: the detector reads VolumeStats (kubelet polling runs
+	// while a rule of it is loaded).
+	readsVolumes bool
 }
 
 // withDefaults fills in the detector's defaults; settle is the rule's
@@ -81,6 +96,9 @@ func (p Params) withDefaults(s detectorSpec, settle *time.Duration) Params {
 	}
 	if p.Window == 0 {
 		p.Window = s.defaultWindow
+	}
+	if p.Critical == 0 && s.defaultCritical > 0 {
+		p.Critical = max(s.defaultCritical, p.Threshold)
 	}
 	if settle == nil {
 		p.Settle = s.defaultSettle
@@ -121,7 +139,11 @@ var detectors = map[string]map[string]detectorSpec{
 		"node-not-ready": {detect: detectNodeNotReady, defaultFor: time.Minute},
 		"node-pressure":  {detect: detectNodePressure},
 	},
-	"PersistentVolumeClaim":   {"pvc-pending": {detect: detectPVCPending, defaultFor: 5 * time.Minute}},
+	"PersistentVolumeClaim": {
+		"pvc-pending": {detect: detectPVCPending, defaultFor: 5 * time.Minute},
+		"volume-filling": {detect: detectVolumeFilling, reads: "Node", readsVolumes: true, defaultThreshold: DefaultVolumeWarning,
+			defaultCritical: DefaultVolumeCritical, defaultWindow: DefaultVolumeWindow, defaultHorizon: DefaultVolumeHorizon},
+	},
 	"HorizontalPodAutoscaler": {"max-replicas": {detect: detectMaxReplicas, defaultFor: 15 * time.Minute}},
 	"Service":                 {"no-endpoints": {detect: detectNoEndpoints, defaultFor: 5 * time.Minute, reads: "EndpointSlice"}},
 	certificateKind: {

@@ -34,7 +34,7 @@ func (s *Set) EvaluateWithExclusions(kind string, obj runtime.Object, now time.T
 		ev.Errors = []RuleError{{Rule: "*", Err: fmt.Errorf("%T has no object metadata", obj)}}
 		return ev
 	}
-	in := &input{obj: obj, meta: m, now: now, related: s.related,
+	in := &input{obj: obj, meta: m, now: now, related: s.related, volumes: s.volumes,
 		ref: ObjectRef{Kind: kindName(kind), Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}}
 	var regarding regardingCheck
 	for _, r := range s.byKind[kind] {

@@ -4,6 +4,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -39,6 +40,8 @@ type Rule struct {
 	exclusion *exclusion // exclude.go
 	links     links.Set
 	reads     string // detectorSpec.reads
+	// readsVolumes: detectorSpec.readsVolumes.
+	readsVolumes bool
 }
 
 // Set is every compiled rule, indexed by kind.
@@ -57,12 +60,32 @@ type Set struct {
 	// which no rule watches itself.
 	reads   []string
 	related Related
+	volumes VolumeStats
 }
 
 // UseRelated gives the detectors that read other cached objects (a
 // Service's EndpointSlices) their lookups; without it they find nothing.
 // Call it before the Set is used.
 func (s *Set) UseRelated(r Related) { s.related = r }
+
+// UseVolumes gives volume-filling the kubelet's readings; without it the
+// detector finds nothing. Call it before the Set is used.
+func (s *Set) UseVolumes(v VolumeStats) { s.volumes = v }
+
+// VolumeWindow is the longest window of the rules that read volume
+// stats: how long their samples must be kept. 0: no rule reads them, and
+// nothing need poll the kubelets.
+func (s *Set) VolumeWindow() time.Duration {
+	var longest time.Duration
+	for _, rs := range s.byKind {
+		for _, r := range rs {
+			if r.readsVolumes {
+				longest = max(longest, r.params.Window)
+			}
+		}
+	}
+	return longest
+}
 
 // Reads lists the kinds detectors read beside the ones rules watch
 // (EndpointSlice for no-endpoints): they are cached and watched too, and
@@ -116,7 +139,7 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 	r := &Rule{
 		name: rc.Name, kind: kind, severity: rc.Severity, reason: rc.Reason,
 		include: rc.Namespaces.Include, exclude: rc.Namespaces.Exclude, sinks: rc.Sinks,
-		params:  Params{Threshold: rc.Threshold, Window: rc.Window, Reasons: rc.Reasons, Except: rc.Except},
+		params:  Params{Threshold: rc.Threshold, Window: rc.Window, Reasons: rc.Reasons, Except: rc.Except, Critical: rc.Critical},
 		groupBy: rc.GroupBy == "workload", repeat: rc.Repeat, restartStep: rc.RestartStep,
 		channel: rc.Channel,
 	}
@@ -135,6 +158,13 @@ func compileRule(cfg *config.Config, p string, rc config.Rule, celEnv *celEnv) (
 			r.detector, r.wake, r.reads = spec.detect, spec.wake, spec.reads
 			r.forDur = spec.defaultFor
 			r.params = r.params.withDefaults(spec, rc.Settle)
+			r.readsVolumes = spec.readsVolumes
+			if r.params.Horizon = spec.defaultHorizon; rc.Horizon != nil {
+				r.params.Horizon = *rc.Horizon
+			}
+			if spec.readsVolumes {
+				errs = append(errs, checkVolumeParams(cfg, p, r.params)...)
+			}
 		}
 	}
 	if rc.Condition != "" {
@@ -288,6 +318,7 @@ func (s *Set) Evaluate(kind string, obj runtime.Object, now time.Time, nsLabels 
 // and only if a CEL condition or a template needs it.
 type input struct {
 	related Related
+	volumes VolumeStats
 	obj     runtime.Object
 	meta    metav1.Object
 	ref     ObjectRef
@@ -311,7 +342,7 @@ func (r *Rule) evaluate(in *input, red *redact.Redactor) ([]Finding, error) {
 	var found []Detection
 	if r.detector != nil {
 		p := r.params
-		p.related = in.related
+		p.related, p.volumes = in.related, in.volumes
 		d, err := r.detector(in.obj, p, in.now)
 		if err != nil {
 			return nil, err
@@ -335,7 +366,7 @@ func (r *Rule) evaluate(in *input, red *redact.Redactor) ([]Finding, error) {
 	for _, d := range found {
 		cleanDetection(&d, red)
 		f := Finding{
-			Rule: r.name, Reason: d.Reason, Severity: r.severity,
+			Rule: r.name, Reason: d.Reason, Severity: cmp.Or(d.Severity, r.severity),
 			Object: in.ref, Container: d.Container, Facts: d.Facts,
 			Sinks: r.sinks, Sustaining: d.Sustaining, Settling: d.Settling, For: r.forDur,
 			Since: d.Since, RecheckAfter: d.RecheckAfter,
