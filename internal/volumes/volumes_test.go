@@ -1,0 +1,232 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/herald-k8s/herald/internal/rules"
+)
+
+// TestParseSummary: from a kubelet's summary of real shape, the volumes
+// of claims (with their pod), not a pod's other volumes, nor a claim the
+// kubelet has not measured yet.
+func TestParseSummary(t *testing.T) {
+	f, err := os.Open("testdata/summary.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := parseSummary(f, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 30, 2, 59, 30, 0, time.UTC)
+	want := []reading{
+		{claimKey{"shop", "pgdata-postgres-0"}, "postgres-0", rules.VolumeSample{At: at, Capacity: 21474836480, Available: 3221225472, Inodes: 1310720, InodesFree: 1300000}},
+		{claimKey{"batch", "scratch-7f9c-scratch"}, "scratch-7f9c", rules.VolumeSample{At: at.Add(10 * time.Second), Capacity: 10737418240, Available: 1073741824}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if !got[i].sample.At.Equal(want[i].sample.At) || got[i].claim != want[i].claim || got[i].pod != want[i].pod ||
+			got[i].sample.Capacity != want[i].sample.Capacity || got[i].sample.Available != want[i].sample.Available || got[i].sample.InodesFree != want[i].sample.InodesFree {
+			t.Errorf("reading %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if _, err := parseSummary(strings.NewReader(`{"pods": [`), time.Now()); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("a summary cut short: %v", err)
+	}
+}
+
+// kubelets serves summaries by node: each a claim shop/c-NODE whose free
+// bytes the test sets; a node in hang answers only when its request ends.
+type kubelets struct {
+	mu       sync.Mutex
+	free     map[string]int64
+	at       map[string]time.Time
+	hang     map[string]bool
+	inFlight atomic.Int32
+	most     atomic.Int32
+	hung     chan struct{} // told of each request a hanging node holds
+}
+
+func (k *kubelets) fetch(ctx context.Context, node string) (io.ReadCloser, error) {
+	n := k.inFlight.Add(1)
+	defer k.inFlight.Add(-1)
+	for {
+		m := k.most.Load()
+		if n <= m || k.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	k.mu.Lock()
+	free, mounted := k.free[node]
+	at, hang := k.at[node], k.hang[node]
+	k.mu.Unlock()
+	if hang {
+		select {
+		case k.hung <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if node == "forbidden" {
+		return nil, errors.New(`nodes "forbidden" is forbidden: User "system:serviceaccount:herald:herald" cannot get resource "nodes/proxy"`)
+	}
+	body := `{"pods": []}`
+	if mounted {
+		body = `{"pods": [{"podRef": {"name": "p-` + node + `", "namespace": "shop"}, "volume": [{"time": "` + at.Format(time.RFC3339) +
+			`", "capacityBytes": 1000, "availableBytes": ` + strconv.FormatInt(free, 10) + `, "name": "data", "pvcRef": {"name": "c-` + node + `", "namespace": "shop"}}]}]}`
+	}
+	return io.NopCloser(strings.NewReader(body)), nil
+}
+
+func (k *kubelets) set(node string, free int64, at time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.free[node], k.at[node] = free, at
+}
+
+func (k *kubelets) unmount(node string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.free, node)
+}
+
+type queued struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (q *queued) add(ns, name string) { q.mu.Lock(); q.keys = append(q.keys, ns+"/"+name); q.mu.Unlock() }
+func (q *queued) take() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := strings.Join(q.keys, ",")
+	q.keys = nil
+	return s
+}
+
+// TestPoll: a round reads every node, at most Concurrency at once, each
+// within Timeout (a hanging kubelet costs one timeout, not the round);
+// a new measurement queues its claim, the same one served again does
+// not; a claim its node no longer mounts is dropped and queued; a node
+// that does not answer keeps its claims' readings until the window ends;
+// no rule, no polling, nothing kept.
+func TestPoll(t *testing.T) {
+	nodes := []string{"a", "b", "c", "d", "e", "hung", "forbidden"}
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
+	k := &kubelets{free: map[string]int64{}, at: map[string]time.Time{}, hang: map[string]bool{"hung": true}}
+	for _, n := range nodes[:5] {
+		k.set(n, 900, t0)
+	}
+	var q queued
+	window := time.Hour
+	reg := prometheus.NewRegistry()
+	var logs strings.Builder
+	store := NewStore()
+	p := New(Options{Interval: time.Minute, Concurrency: 2, Timeout: 300 * time.Millisecond,
+		Window: func() time.Duration { return window }, Nodes: func() []string { return nodes },
+		Fetch: k.fetch, Changed: q.add, Store: store, Metrics: NewMetrics(reg),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+
+	start := time.Now()
+	p.Poll(context.Background())
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the round took %s: a hanging kubelet must cost one timeout", took)
+	}
+	if m := k.most.Load(); m > 2 {
+		t.Errorf("%d requests at once, want at most 2", m)
+	}
+	if got := q.take(); len(strings.Split(got, ",")) != 5 {
+		t.Errorf("queued %q, want the 5 claims", got)
+	}
+	if u, ok := store.Usage("shop", "c-a"); !ok || u.Node != "a" || u.Pod != "p-a" || len(u.Samples) != 1 || u.Samples[0].Available != 900 {
+		t.Errorf("c-a: %+v %v", u, ok)
+	}
+	if v := testutil.ToFloat64(p.o.Metrics.Requests.WithLabelValues("error")); v != 2 {
+		t.Errorf("%v failed requests counted, want 2", v)
+	}
+	if !strings.Contains(logs.String(), "herald may not get nodes/proxy") {
+		t.Errorf("the log does not say what the refusal needs:\n%s", logs.String())
+	}
+
+	// Served again unchanged: nothing queued. A new measurement on a:
+	// queued. b no longer mounts its claim: dropped, queued.
+	k.set("a", 800, t0.Add(30*time.Second))
+	k.unmount("b")
+	p.Poll(context.Background())
+	if got := q.take(); got != "shop/c-a,shop/c-b" {
+		t.Errorf("queued %q, want shop/c-a,shop/c-b", got)
+	}
+	if u, _ := store.Usage("shop", "c-a"); len(u.Samples) != 2 {
+		t.Errorf("c-a has %d samples, want 2", len(u.Samples))
+	}
+	if _, ok := store.Usage("shop", "c-b"); ok {
+		t.Error("c-b is still known, though its node no longer mounts it")
+	}
+
+	// c stops answering: its claim keeps its reading.
+	k.mu.Lock()
+	k.hang["c"] = true
+	k.mu.Unlock()
+	p.Poll(context.Background())
+	if _, ok := store.Usage("shop", "c-c"); !ok {
+		t.Error("c-c was dropped when its kubelet did not answer")
+	}
+	// ... until it is older than the window.
+	window = 30 * time.Second
+	p.Poll(context.Background())
+	if _, ok := store.Usage("shop", "c-c"); ok {
+		t.Error("c-c is kept past the window")
+	}
+	q.take()
+
+	// No rule reads volumes: everything goes, and is queued.
+	window = time.Hour
+	k.set("d", 700, time.Now())
+	p.Poll(context.Background())
+	if store.Len() == 0 {
+		t.Fatal("no claim to drop")
+	}
+	q.take()
+	window = 0
+	p.Poll(context.Background())
+	if store.Len() != 0 || q.take() == "" {
+		t.Errorf("%d claims kept with no rule", store.Len())
+	}
+}
+
+// TestPollerStopsWithTheTerm: Run ends when its context does, in the
+// middle of a round.
+func TestPollerStopsWithTheTerm(t *testing.T) {
+	k := &kubelets{free: map[string]int64{}, at: map[string]time.Time{}, hang: map[string]bool{"hung": true}, hung: make(chan struct{}, 1)}
+	p := New(Options{Interval: time.Hour, Concurrency: 1, Timeout: time.Hour,
+		Window: func() time.Duration { return time.Hour }, Nodes: func() []string { return []string{"hung", "hung"} },
+		Fetch: k.fetch, Changed: func(string, string) {}, Store: NewStore(), Metrics: NewMetrics(prometheus.NewRegistry()),
+		Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	<-k.hung
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end with its context")
+	}
+}
