@@ -30,6 +30,9 @@ type Config struct {
 	Routes []Route `yaml:"routes"`
 	// Intake takes in alerts from outside the cluster (config/intake.go).
 	Intake Intake `yaml:"intake"`
+	// VolumeStats tunes the reading of the kubelets' volume stats
+	// (config/volumestats.go).
+	VolumeStats VolumeStats `yaml:"volumeStats"`
 
 	file  string
 	pos   positions
@@ -292,6 +295,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.Context.applyDefaults()
 	c.Intake.Alertmanager.applyDefaults()
+	c.VolumeStats.applyDefaults()
 	inc := &c.Incidents
 	inc.ResolveHoldDown = orDefault(inc.ResolveHoldDown, DefaultHoldDown)
 	inc.UpdateInterval = orDefault(inc.UpdateInterval, DefaultUpdateInterval)

@@ -174,3 +174,22 @@ func TestEveryFieldDecodes(t *testing.T) {
 		t.Errorf("incidents: %+v", cfg.Incidents)
 	}
 }
+
+// TestVolumeStats: the defaults, and an interval, concurrency or timeout
+// out of bounds refused at its line.
+func TestVolumeStats(t *testing.T) {
+	const rules = "rules: [{name: r, kind: Pod, detector: crashloop, sinks: [out]}]\n"
+	cfg, err := Parse("v.yaml", []byte("sinks: [{name: out, stdout: {}}]\n"+rules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cfg.VolumeStats; v.Interval != time.Minute || v.Concurrency != 4 || v.Timeout != 10*time.Second {
+		t.Errorf("defaults %+v", v)
+	}
+	_, err = Parse("v.yaml", []byte("sinks: [{name: out, stdout: {}}]\nvolumeStats: {interval: 500ms, concurrency: 100, timeout: 2s}\n"+rules))
+	for _, want := range []string{"v.yaml:2:25: volumeStats.interval: must be between 1s and 1h", "v.yaml:2:45: volumeStats.concurrency: must be between 1 and 64", "volumeStats.timeout: must be more than 0 and at most the interval (500ms), got 2s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	}
+}

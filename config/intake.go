@@ -89,6 +89,9 @@ var DefaultAgree = map[string]string{
 	"KubeNodeNotReady":           "NodeNotReady",
 	"KubeHpaMaxedOut":            "AtMaxReplicas",
 	"KubeJobNotCompleted":        "JobRunningLong",
+	// kube-prometheus says both levels under one name; herald's
+	// VolumeFillingUp is the warning one (VolumeAlmostFull the critical).
+	"KubePersistentVolumeFillingUp": "VolumeFillingUp",
 }
 
 // AlertKinds are the kinds an alert can be mapped to.

@@ -36,6 +36,7 @@ func (c *Config) validate() Errors {
 		add("incidents.startup", "must be digest, notify or silent; got %q", c.Incidents.Startup)
 	}
 	c.Context.validate(add)
+	c.VolumeStats.validate(add)
 	c.validateInhibit(add)
 	c.validateSilences(add)
 	if s := *c.Incidents.Flapping.Starts; s < 0 || s == 1 {

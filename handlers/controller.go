@@ -46,6 +46,9 @@ type Options struct {
 	Now func() time.Time
 	// ClusterName fills links' .Cluster.
 	ClusterName string
+	// Volumes are the kubelets' volume readings volume-filling reads
+	// (nil: it finds nothing).
+	Volumes rules.VolumeStats
 	// FirstStart is true when the ledger was empty (a first install):
 	// what the first full reconcile finds is sent as Startup says:
 	// "digest" (one summary per sink), "notify" or "silent".
@@ -114,6 +117,7 @@ func New(opts Options) (*Controller, error) {
 		outbox:   newOutbox(opts.Dispatcher),
 	}
 	opts.Rules.UseRelated(opts.Watcher) // a Service's EndpointSlices
+	opts.Rules.UseVolumes(opts.Volumes)
 	c.rules.Store(opts.Rules)
 	c.routes.Store(opts.Routes)
 	// Pods are cached compact unless a rule needs the whole object; the

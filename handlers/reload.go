@@ -26,6 +26,7 @@ import (
 func (c *Controller) Reload(ctx context.Context, set *rules.Set, changed map[string]bool) error {
 	old := c.rules.Load()
 	set.UseRelated(c.Watcher)
+	set.UseVolumes(c.Volumes)
 	// A new rule that reads fields the compact pod cache dropped makes
 	// the pod informer list again, whole (below).
 	podsWhole := c.Watcher.Compacted("Pod") && set.NeedsWholeObject("Pod")
@@ -154,3 +155,6 @@ func (c *Controller) keepsEnough(kind string, set *rules.Set) bool {
 	kept, ok := c.Watcher.Keeps(kind)
 	return !ok || kept.Covers(keepFor(set, kind))
 }
+
+// Rules returns the rule set in force.
+func (c *Controller) Rules() *rules.Set { return c.rules.Load() }

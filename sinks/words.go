@@ -192,6 +192,10 @@ func Ended(inc incident.Incident) string {
 			return "the certificate is Ready"
 		case "NoReadyEndpoints":
 			return "the Service has a ready endpoint"
+		case "VolumeFillingUp":
+			return "the volume is below its threshold and no longer fills towards full"
+		case "VolumeAlmostFull":
+			return "the volume is below its critical threshold"
 		}
 		return "the " + kind + " no longer has it"
 	}

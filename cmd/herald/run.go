@@ -33,6 +33,7 @@ import (
 	"github.com/herald-k8s/herald/internal/silence"
 	"github.com/herald-k8s/herald/internal/slackact"
 	"github.com/herald-k8s/herald/internal/term"
+	"github.com/herald-k8s/herald/internal/volumes"
 	"github.com/herald-k8s/herald/sinks"
 	"github.com/herald-k8s/herald/watcher"
 )
@@ -154,7 +155,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	// Namespaces always: a namespace's herald.io/silence-until annotation
 	// mutes it, besides rules that select namespaces and Slack routing.
 	kinds := append(slices.DeleteFunc(ruleSet.Kinds(), func(k string) bool { return k == "Namespace" }), "Namespace")
-	if err := preflight.Check(ctx, typed, kinds, *namespace, *leaderElect, !*noPersist, logger); err != nil {
+	if err := preflight.Check(ctx, typed, kinds, *namespace, *leaderElect, !*noPersist, logger, volumeAccess(ruleSet)...); err != nil {
 		logger.Error("cannot start", "error", err)
 		return 1
 	}
@@ -188,6 +189,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	notify = changed.Stage(notify)
+	volumeStore := volumes.NewStore()
 	alerts, err := newAlertIntake(cfg, w, logger, reg)
 	if err != nil {
 		logger.Error("starting the Alertmanager receiver", "error", err)
@@ -209,6 +211,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		Startup:          cfg.Incidents.Startup,
 		Delivered:        tracker.Delivered,
 		Alerts:           alerts.source(),
+		Volumes:          volumeStore,
 	})
 	if err != nil {
 		logger.Error("setting up watches", "error", err)
@@ -302,6 +305,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		Beside: []func(context.Context){
 			gatherContext,
 			silence.StatusWriter{Muter: muter, Client: clients.Dynamic, Muted: tracker.MutedBy, Every: 5 * time.Second, Logger: logger}.Run,
+			volumePoller(cfg, typed, w, ctrl, volumeStore, logger, reg).Run,
 		}}
 	if interactive != nil { // Slack's buttons
 		parts.Beside = append(parts.Beside, interactive)

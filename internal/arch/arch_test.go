@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"watcher":               {},
 	"internal/rules":        {"config", "internal/links", "internal/redact", "internal/termsafe"},
 	"internal/links":        {"config"},
+	"internal/volumes":      {"internal/rules"},
 	"internal/kube":         {},
 	"internal/incident":     {"internal/rules", "internal/kube", "internal/links"}, // the ledger's ConfigMaps
 	"sinks":                 {"internal/incident", "internal/fence", "internal/links"},

@@ -75,6 +75,12 @@ func Hint(inc incident.Incident) string {
 			return "Its pods run but fail their readiness probe: kubectl describe pod shows the probe's last failure; kubectl get endpointslices -l kubernetes.io/service-name=" + inc.Object.Name + " -n " + inc.Object.Namespace + " lists them."
 		}
 		return "No running pod matches the Service's selector (" + f["selector"] + "): compare it with the pods' labels (kubectl get pods -l '" + f["selector"] + "' -n " + inc.Object.Namespace + "), or the workload is scaled to zero."
+	case "VolumeFillingUp", "VolumeAlmostFull":
+		pod := "<pod>"
+		if f["pod"] != "" {
+			pod = f["pod"]
+		}
+		return "Find what grows: kubectl exec " + pod + " -n " + inc.Object.Namespace + " -- du -xsh <mount path>/* (the mount path is in the pod's spec). If the data is needed, expand the claim (its StorageClass must allow volume expansion: kubectl patch pvc " + inc.Object.Name + " -n " + inc.Object.Namespace + ` -p '{"spec":{"resources":{"requests":{"storage":"<larger>"}}}}'); if not, delete old files, logs or WAL.`
 	case "JobRunningLong":
 		return "A Job past its usual time is usually waiting on something (a lock, a network call without a timeout, a volume): kubectl logs job/" + inc.Object.Name + " -n " + inc.Object.Namespace + " says what; activeDeadlineSeconds in its spec makes the controller end runs that hang."
 	case "AtMaxReplicas":

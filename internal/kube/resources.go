@@ -100,6 +100,12 @@ func (c *Client) PodLogs(ctx context.Context, namespace, pod string, opts *corev
 	return c.core.Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").VersionedParams(opts, parameters).Stream(ctx)
 }
 
+// NodeStatsSummary streams a node's kubelet stats summary through the
+// API server's node proxy (nodes/proxy get); the caller closes it.
+func (c *Client) NodeStatsSummary(ctx context.Context, node string) (io.ReadCloser, error) {
+	return c.core.Get().Resource("nodes").Name(node).SubResource("proxy").Suffix("stats", "summary").Stream(ctx)
+}
+
 // ListEvents lists core/v1 Events of namespace that match opts.
 func (c *Client) ListEvents(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.EventList, error) {
 	out := &corev1.EventList{}

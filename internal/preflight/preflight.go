@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,10 +31,11 @@ type Access struct {
 
 // Check asks the API server (SelfSubjectAccessReview) whether herald may
 // do what `herald run` is about to do: watch kinds, lead with a Lease and
-// keep the ledger in namespace. It reports every missing permission at
+// keep the ledger in namespace, and what else the rules need (extra:
+// nodes/proxy for volume stats). It reports every missing permission at
 // once.
-func Check(ctx context.Context, client *kube.Client, kinds []string, namespace string, leaderElect, persist bool, logger *slog.Logger) error {
-	var needs []Access
+func Check(ctx context.Context, client *kube.Client, kinds []string, namespace string, leaderElect, persist bool, logger *slog.Logger, extra ...Access) error {
+	needs := slices.Clone(extra)
 	for _, kind := range kinds {
 		gvr, ok := watcher.Resource(kind)
 		if !ok {
@@ -67,6 +69,9 @@ func Check(ctx context.Context, client *kube.Client, kinds []string, namespace s
 				where = "in namespace " + n.Namespace
 			}
 			res := n.GVR.Resource
+			if n.Subresource != "" {
+				res += "/" + n.Subresource
+			}
 			if n.GVR.Group != "" {
 				res += "." + n.GVR.Group
 			}

@@ -41,6 +41,9 @@ func BuiltinInhibitions() []Inhibition {
 		// A certificate near its end whose renewal fails: the expiring
 		// alert says both (its text carries cert-manager's reason).
 		{Source: config.IncidentMatcher{Reason: "CertificateExpiring"}, Target: config.IncidentMatcher{Reason: "CertificateNotReady"}, Equal: []string{"object"}},
+		// A volume almost full is the same volume filling up, said
+		// louder: the critical alert speaks.
+		{Source: config.IncidentMatcher{Reason: "VolumeAlmostFull"}, Target: config.IncidentMatcher{Reason: "VolumeFillingUp"}, Equal: []string{"object"}},
 	}
 	for _, reason := range notReadyReasons {
 		out = append(out, Inhibition{Source: config.IncidentMatcher{Kind: "Pod", Reason: reason}, Target: empty, Equal: []string{"workload"}})

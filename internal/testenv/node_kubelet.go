@@ -23,7 +23,9 @@ func (n *Node) writeKubeletConfig(e *Env, p *nodePlan, kubeletBin string) error 
 	// first appeared after ~4 min. failCgroupV1: these VMs mount cgroup
 	// v1 (the kubelet then emits a CgroupV1 warning event). Eviction and
 	// image GC thresholds low: a busy build machine's disk must not evict
-	// test pods or delete the local images.
+	// test pods or delete the local images. volumeStatsAggPeriod 2s (1m
+	// by default): the volume-filling test sees a volume fill within a
+	// minute, measured as the kubelet measures.
 	config := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -51,6 +53,7 @@ evictionHard: {memory.available: "1%%", nodefs.available: "1%%", imagefs.availab
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
+volumeStatsAggPeriod: 2s
 `, n.IP, n.cgroupRoot, n.runtime.socket, filepath.Join(n.dir, "pod-logs"), p.caFile, n.network.HostIP)
 	configPath := filepath.Join(n.dir, "kubelet.yaml")
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {

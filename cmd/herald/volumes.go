@@ -1,0 +1,49 @@
+package main
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/herald-k8s/herald/config"
+	"github.com/herald-k8s/herald/handlers"
+	"github.com/herald-k8s/herald/internal/kube"
+	"github.com/herald-k8s/herald/internal/preflight"
+	"github.com/herald-k8s/herald/internal/rules"
+	"github.com/herald-k8s/herald/internal/volumes"
+	"github.com/herald-k8s/herald/watcher"
+)
+
+// volumePoller reads the kubelets' volume stats while this replica leads
+// and a loaded rule (volume-filling) reads them; each new reading queues
+// its claim.
+func volumePoller(cfg *config.Config, client *kube.Client, w *watcher.Watcher, ctrl *handlers.Controller, store *volumes.Store, logger *slog.Logger, reg prometheus.Registerer) *volumes.Poller {
+	return volumes.New(volumes.Options{
+		Interval: cfg.VolumeStats.Interval, Concurrency: cfg.VolumeStats.Concurrency, Timeout: cfg.VolumeStats.Timeout,
+		Window: func() time.Duration { return ctrl.Rules().VolumeWindow() },
+		Nodes: func() []string {
+			keys, _ := w.Keys("Node") // not watched: no rule reads volumes
+			names := make([]string, len(keys))
+			for i, k := range keys {
+				names[i] = k.Name
+			}
+			return names
+		},
+		Fetch: client.NodeStatsSummary,
+		Changed: func(namespace, name string) {
+			ctrl.Enqueue(watcher.Key{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: name})
+		},
+		Store: store, Logger: logger.With("component", "volume-stats"), Metrics: volumes.NewMetrics(reg),
+	})
+}
+
+// volumeAccess is the permission reading volume stats needs, when a rule
+// reads them.
+func volumeAccess(set *rules.Set) []preflight.Access {
+	if set.VolumeWindow() == 0 {
+		return nil
+	}
+	return []preflight.Access{{Verb: "get", GVR: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, Subresource: "proxy"}}
+}
