@@ -133,11 +133,16 @@ func Samples() []Sample {
 		"resolved-deleted": "Resolved: the object was deleted", "silenced": "Muted (silenced)", "unmuted": "Unmuted",
 		"grouped": "Grouped workload", "grouped-updated": "Grouped workload, updated", "image-pull": "Image pull", "config-error": "Missing Secret or ConfigMap",
 		"max-replicas": "Autoscaler at its maximum", "missed-schedule": "CronJob run missed",
+		"cert-expiring": "Certificate expiring", "no-endpoints": "Service with no ready endpoint",
+		"volume-filling": "Volume filling up", "long-running": "Job running too long",
 		"inhibiting": "Inhibiting: a node explains its pods' incidents", "digest": "Digest",
 		"firing-buttons": "Firing, from a Slack app with buttons", "acknowledged": "Acknowledged",
 		"updated-acknowledged": "Updated, after an acknowledgement", "silenced-from-slack": "Muted from Slack",
 	}
 	add := func(name, about string, n incident.Notification) {
+		if titles[name] == "" {
+			panic("oncalltest: sample " + name + " has no title (docs/messages.md would show an empty heading)")
+		}
 		out = append(out, Sample{Name: name, Title: titles[name], About: about, Note: n, Now: n.Time})
 	}
 

@@ -85,3 +85,25 @@ func TestExpiringExplainsNotReady(t *testing.T) {
 		t.Errorf("another certificate muted by %q", mute.By)
 	}
 }
+
+// TestAlmostFullExplainsFillingUp: a claim's critical VolumeAlmostFull
+// mutes its own VolumeFillingUp (the same volume, said louder), not
+// another claim's.
+func TestAlmostFullExplainsFillingUp(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	m := NewMuter("herald", slog.New(slog.DiscardHandler))
+	m.Configure(&config.Config{})
+	m.Watch(cached{})
+	claim := func(id, reason, name string) *incident.Incident {
+		return &incident.Incident{ID: id, Fingerprint: id, Rule: "volume-filling", Reason: reason,
+			Object: rules.ObjectRef{Kind: "PersistentVolumeClaim", Namespace: "shop", Name: name}}
+	}
+	full := claim("f", "VolumeAlmostFull", "pgdata")
+	open := openSet{all: map[string]*incident.Incident{"f": full}, byReason: map[string]map[string]*incident.Incident{"VolumeAlmostFull": {"f": full}}}
+	if mute, ok := m.Mute(claim("w", "VolumeFillingUp", "pgdata"), open, now); !ok || mute.Source != "f" {
+		t.Errorf("filling up while almost full: muted %v by %q", ok, mute.By)
+	}
+	if mute, ok := m.Mute(claim("o", "VolumeFillingUp", "logs"), open, now); ok {
+		t.Errorf("another claim muted by %q", mute.By)
+	}
+}
