@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/herald-k8s/herald/config"
 )
@@ -76,6 +77,15 @@ func TestChartValuesRenderValidConfig(t *testing.T) {
 			}
 			if cfg.ClusterName != "" || len(cfg.Routes) != 0 {
 				t.Errorf("clusterName %q, routes %v: want none by default", cfg.ClusterName, cfg.Routes)
+			}
+		}},
+		{"volumeStats", []string{"--set", "volumeStats.enabled=true", "--set", "volumeStats.threshold=70", "--set", "volumeStats.horizon=6h", "--set", "volumeStats.interval=2m"}, func(t *testing.T, cfg *config.Config) {
+			r := cfg.Rules[len(cfg.Rules)-1]
+			if r.Name != "volume-filling" || r.Detector != "volume-filling" || r.Threshold != 70 || r.Critical != 90 || r.Horizon == nil || *r.Horizon != 6*time.Hour || !slices.Equal(r.Sinks, []string{"slack"}) {
+				t.Errorf("the volume-filling rule: %+v", r)
+			}
+			if v := cfg.VolumeStats; v.Interval != 2*time.Minute || v.Concurrency != 4 {
+				t.Errorf("volumeStats %+v, want interval 2m, concurrency 4", v)
 			}
 		}},
 		{"extraRules, routes, clusterName, slack.channel", []string{

@@ -16,7 +16,7 @@ internal/chart's TestChecksKnowEveryDetector holds it. */}}
   "Job" (list "cronjob-failed" "job-failed" "long-running")
   "CronJob" (list "missed-schedule")
   "Node" (list "node-not-ready" "node-pressure")
-  "PersistentVolumeClaim" (list "pvc-pending")
+  "PersistentVolumeClaim" (list "pvc-pending" "volume-filling")
   "HorizontalPodAutoscaler" (list "max-replicas")
   "Service" (list "no-endpoints")
   "Event" (list "warning-events") -}}
