@@ -216,6 +216,9 @@ func run(heraldBin, configPath string) error {
 	if err := silenceScene(ctx, client, heraldBin, kubeconfig, lines, seen); err != nil {
 		return err
 	}
+	if err := volumeScene(ctx, client, env.Node.Name, env.Dir, lines, seen); err != nil {
+		return err
+	}
 	// Before the CronJob scene, whose quota allows the namespace no Jobs.
 	if err := jobScene(ctx, client, lines, seen); err != nil {
 		return err
@@ -226,7 +229,7 @@ func run(heraldBin, configPath string) error {
 	if err := intakeScene(am.URL, lines, seen); err != nil {
 		return err
 	}
-	say("demo complete: %d notifications for 9 incidents on a real node: 3 pods in a storm silenced from its Slack button, a bad rollout and what changed, repeated OOM kills and crash cycles, a silenced crash loop, a Job that ran too long, a CronJob whose runs a quota refused, a Prometheus alert taken in from Alertmanager", sent)
+	say("demo complete: %d notifications for 11 incidents on a real node: 3 pods in a storm silenced from its Slack button, a bad rollout and what changed, repeated OOM kills and crash cycles, a silenced crash loop, a volume filling up (forecast, then almost full), a Job that ran too long, a CronJob whose runs a quota refused, a Prometheus alert taken in from Alertmanager", sent)
 	return nil
 }
 

@@ -2,16 +2,11 @@ package realnode
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-k8s/herald/internal/testenv"
@@ -27,44 +22,15 @@ func TestVolumeFilling(t *testing.T) {
 	t.Parallel()
 	const ns = "volumes"
 	namespace(t, ns)
-	dir := t.TempDir()
-	if err := syscall.Mount("herald-test-volume", dir, "tmpfs", 0, "size=64m,mode=0777"); err != nil {
-		t.Fatalf("mounting a tmpfs for the local volume: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	ctx := context.Background()
-	pvName := "herald-test-" + ns
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{env.Node.Name}}},
-			}}}},
-		},
-	}
-	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+	vol, err := testenv.NewLocalVolume(ctx, client, env.Node.Name, t.TempDir(), ns, "data", 64)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{}) })
-	empty := ""
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: pvName,
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-		},
-	}
-	if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(vol.Close)
 	c := workload()
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	vol := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}
-	if _, err := client.AppsV1().Deployments(ns).Create(ctx, testenv.WorkloadDeployment(ns, "db", 1, c, vol), metav1.CreateOptions{}); err != nil {
+	if _, err := client.AppsV1().Deployments(ns).Create(ctx, testenv.WorkloadDeployment(ns, "db", 1, c, vol.Volume("data")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	awaitPods(t, ns, "db", 90*time.Second, "the pod mounting the claim runs", func(pods []corev1.Pod) bool {
@@ -73,17 +39,8 @@ func TestVolumeFilling(t *testing.T) {
 
 	// The pod writes nothing itself: the test writes into the node's
 	// directory the volume is, as the pod's writes would land.
-	fill := func(from, to int) {
-		chunk := make([]byte, 1<<20)
-		for i := from; i < to; i++ {
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%02d", i)), chunk, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Second) // the rate is the test's subject
-		}
-	}
-	filled := make(chan struct{})
-	go func() { defer close(filled); fill(0, 60) }() // 60 of 64 MiB: 93%
+	filled := make(chan error, 1)
+	go func() { filled <- vol.Fill(ctx, 0, 60, time.Second) }() // 60 of 64 MiB: 93%
 	got := hook.await(t, ns, 120*time.Second, "volume-filling fires", func(ds []delivery) bool { return count(ds, "volume-filling", "firing") > 0 })
 	first := got[0]
 	pct, _ := strconv.Atoi(first.Facts["percentFull"])
@@ -94,7 +51,9 @@ func TestVolumeFilling(t *testing.T) {
 		t.Errorf("the alert is about %s %s on %q: %q", first.Object.Kind, first.Object.Name, first.Facts["node"], first.Text)
 	}
 	t.Logf("forecast at %d%%: %s", pct, first.Text)
-	<-filled
+	if err := <-filled; err != nil {
+		t.Fatal(err)
+	}
 	got = hook.await(t, ns, 60*time.Second, "VolumeAlmostFull fires", func(ds []delivery) bool { return reasonCount(ds, "VolumeAlmostFull", "firing") == 1 })
 	for _, d := range got {
 		if d.Incident.Reason == "VolumeAlmostFull" {
@@ -105,12 +64,8 @@ func TestVolumeFilling(t *testing.T) {
 	}
 
 	// Deleted: both resolve (after the hold-down).
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	if err := vol.Empty(); err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range entries {
-		os.Remove(filepath.Join(dir, e.Name()))
 	}
 	got = hook.await(t, ns, resolveHoldDown+60*time.Second, "both resolve once the files are gone", func(ds []delivery) bool {
 		return reasonCount(ds, "VolumeAlmostFull", "resolved") == 1 && reasonCount(ds, "VolumeFillingUp", "resolved") == 1

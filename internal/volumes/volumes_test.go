@@ -112,7 +112,11 @@ type queued struct {
 	keys []string
 }
 
-func (q *queued) add(ns, name string) { q.mu.Lock(); q.keys = append(q.keys, ns+"/"+name); q.mu.Unlock() }
+func (q *queued) add(ns, name string) {
+	q.mu.Lock()
+	q.keys = append(q.keys, ns+"/"+name)
+	q.mu.Unlock()
+}
 func (q *queued) take() string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -229,4 +233,17 @@ func TestPollerStopsWithTheTerm(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not end with its context")
 	}
+}
+
+func mustRead(tb testing.TB, path string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
+func sampleAt(at time.Time) rules.VolumeSample {
+	return rules.VolumeSample{At: at, Capacity: 1 << 30, Available: 1 << 29, Inodes: 65536, InodesFree: 60000}
 }
