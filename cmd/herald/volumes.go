@@ -45,5 +45,6 @@ func volumeAccess(set *rules.Set) []preflight.Access {
 	if set.VolumeWindow() == 0 {
 		return nil
 	}
-	return []preflight.Access{{Verb: "get", GVR: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, Subresource: "proxy"}}
+	return []preflight.Access{{Verb: "get", GVR: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, Subresource: "proxy",
+		Why: "volume-filling reads the kubelets' volume stats through the node proxy; the chart grants it with volumeStats.enabled=true"}}
 }

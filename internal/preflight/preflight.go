@@ -27,6 +27,8 @@ type Access struct {
 	GVR         schema.GroupVersionResource
 	Namespace   string // "" for cluster-wide
 	Subresource string
+	// Why, when set, says which feature needs it and how to grant it.
+	Why string
 }
 
 // Check asks the API server (SelfSubjectAccessReview) whether herald may
@@ -75,7 +77,11 @@ func Check(ctx context.Context, client *kube.Client, kinds []string, namespace s
 			if n.GVR.Group != "" {
 				res += "." + n.GVR.Group
 			}
-			missing = append(missing, fmt.Sprintf("%s %s %s", n.Verb, res, where))
+			m := fmt.Sprintf("%s %s %s", n.Verb, res, where)
+			if n.Why != "" {
+				m += " (" + n.Why + ")"
+			}
+			missing = append(missing, m)
 		}
 	}
 	if len(missing) > 0 {
