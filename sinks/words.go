@@ -193,8 +193,11 @@ func Ended(inc incident.Incident) string {
 		case "NoReadyEndpoints":
 			return "the Service has a ready endpoint"
 		case "VolumeFillingUp":
-			return "the volume is below its threshold and no longer fills towards full"
+			return volumeEnded(inc.Facts)
 		case "VolumeAlmostFull":
+			if c := inc.Facts["critical"]; c != "" {
+				return "the volume is less than " + c + "% full"
+			}
 			return "the volume is below its critical threshold"
 		}
 		return "the " + kind + " no longer has it"
@@ -374,4 +377,17 @@ func LogsHead(n incident.Notification) string {
 		s += " (pod " + c.Pod + ")"
 	}
 	return s
+}
+
+// volumeEnded says how a volume's VolumeFillingUp ended, with the rule's
+// figures its facts carry.
+func volumeEnded(f map[string]string) string {
+	below := "the volume is below its threshold"
+	if t := f["threshold"]; t != "" {
+		below = "the volume is less than " + t + "% full"
+	}
+	if h := f["horizon"]; h != "" {
+		return below + " and not forecast to be full within " + h
+	}
+	return below
 }

@@ -101,3 +101,24 @@ func TestLocator(t *testing.T) {
 		t.Errorf("node: %q", got)
 	}
 }
+
+// TestVolumeEnded: a volume's resolution says the rule's figures (from
+// its facts), and stays true without them.
+func TestVolumeEnded(t *testing.T) {
+	inc := func(reason string, facts map[string]string) incident.Incident {
+		return incident.Incident{Reason: reason, Ended: incident.EndedRecovered, Facts: facts, Object: rules.ObjectRef{Kind: "PersistentVolumeClaim", Name: "data"}}
+	}
+	for _, tt := range []struct {
+		inc  incident.Incident
+		want string
+	}{
+		{inc("VolumeFillingUp", map[string]string{"threshold": "80", "horizon": "24 h"}), "the volume is less than 80% full and not forecast to be full within 24 h"},
+		{inc("VolumeFillingUp", map[string]string{"threshold": "80"}), "the volume is less than 80% full"},
+		{inc("VolumeAlmostFull", map[string]string{"critical": "90"}), "the volume is less than 90% full"},
+		{inc("VolumeAlmostFull", nil), "the volume is below its critical threshold"},
+	} {
+		if got := Ended(tt.inc); got != tt.want {
+			t.Errorf("%s %v: %q, want %q", tt.inc.Reason, tt.inc.Facts, got, tt.want)
+		}
+	}
+}

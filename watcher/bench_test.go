@@ -172,6 +172,28 @@ func realisticService(i int) *corev1.Service {
 	}
 }
 
+// realisticClaim is a StatefulSet's claim as the PV controller leaves it
+// bound: its labels, the provisioner's annotations, the finalizer,
+// managedFields, a bound volume.
+func realisticClaim(i int) *corev1.PersistentVolumeClaim {
+	name := fmt.Sprintf("pgdata-postgres-%d", i)
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(fmt.Sprintf("2b6c6a8e-1f0e-4c1e-9a4e-%012d", i)), ResourceVersion: fmt.Sprint(300000 + i),
+			Labels: map[string]string{"app.kubernetes.io/name": "postgres", "app.kubernetes.io/instance": "shop-db"},
+			Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes",
+				"volume.beta.kubernetes.io/storage-provisioner": "ebs.csi.aws.com", "volume.kubernetes.io/storage-provisioner": "ebs.csi.aws.com",
+				"volume.kubernetes.io/selected-node": fmt.Sprintf("ip-10-0-%d-%d.eu-west-1.compute.internal", i/250, i%250)},
+			Finalizers: []string{"kubernetes.io/pvc-protection"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{}},"f:spec":{"f:volumeName":{}},"f:status":{"f:accessModes":{},"f:capacity":{},"f:phase":{}}}`)}}}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("gp3"),
+			VolumeMode: ptr.To(corev1.PersistentVolumeFilesystem), VolumeName: fmt.Sprintf("pvc-%08d-1f0e-4c1e-9a4e-7d1e2c3b4a59", i),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")}},
+	}
+}
+
 // realisticEndpointSlice is such a Service's slice, as the controller
 // writes it: three pods' endpoints with their node, zone and target,
 // two ports, managedFields.
@@ -274,6 +296,8 @@ func BenchmarkCacheMemory(b *testing.B) {
 			func(raw []byte) (any, error) { c := &batchv1.CronJob{}; return c, c.Unmarshal(raw) }},
 		{"Service", func(i int) interface{ Marshal() ([]byte, error) } { return realisticService(i) },
 			func(raw []byte) (any, error) { s := &corev1.Service{}; return s, s.Unmarshal(raw) }},
+		{"PersistentVolumeClaim", func(i int) interface{ Marshal() ([]byte, error) } { return realisticClaim(i) },
+			func(raw []byte) (any, error) { c := &corev1.PersistentVolumeClaim{}; return c, c.Unmarshal(raw) }},
 		{"EndpointSlice", func(i int) interface{ Marshal() ([]byte, error) } { return realisticEndpointSlice(i) },
 			func(raw []byte) (any, error) { s := &discoveryv1.EndpointSlice{}; return s, s.Unmarshal(raw) }},
 		// A custom resource: JSON into unstructured, as the dynamic

@@ -79,13 +79,15 @@ func TestChartValuesRenderValidConfig(t *testing.T) {
 				t.Errorf("clusterName %q, routes %v: want none by default", cfg.ClusterName, cfg.Routes)
 			}
 		}},
-		{"volumeStats", []string{"--set", "volumeStats.enabled=true", "--set", "volumeStats.threshold=70", "--set", "volumeStats.horizon=6h", "--set", "volumeStats.interval=2m"}, func(t *testing.T, cfg *config.Config) {
+		{"volumeStats", []string{"--set", "volumeStats.enabled=true", "--set", "volumeStats.threshold=70", "--set", "volumeStats.horizon=6h", "--set", "volumeStats.interval=2m",
+			"--set-json", `volumeStats.rule={"window":"2h","namespaces":{"exclude":["scratch"]}}`, "--set-json", `config.volumeStats={"timeout":"5s"}`}, func(t *testing.T, cfg *config.Config) {
 			r := cfg.Rules[len(cfg.Rules)-1]
-			if r.Name != "volume-filling" || r.Detector != "volume-filling" || r.Threshold != 70 || r.Critical != 90 || r.Horizon == nil || *r.Horizon != 6*time.Hour || !slices.Equal(r.Sinks, []string{"slack"}) {
+			if r.Name != "volume-filling" || r.Detector != "volume-filling" || r.Threshold != 70 || r.Critical != 90 || r.Horizon == nil || *r.Horizon != 6*time.Hour || !slices.Equal(r.Sinks, []string{"slack"}) ||
+				r.Window != 2*time.Hour || !slices.Equal(r.Namespaces.Exclude, []string{"scratch"}) {
 				t.Errorf("the volume-filling rule: %+v", r)
 			}
-			if v := cfg.VolumeStats; v.Interval != 2*time.Minute || v.Concurrency != 4 {
-				t.Errorf("volumeStats %+v, want interval 2m, concurrency 4", v)
+			if v := cfg.VolumeStats; v.Interval != 2*time.Minute || v.Concurrency != 4 || v.Timeout != 5*time.Second {
+				t.Errorf("volumeStats %+v, want interval 2m (values), concurrency 4, timeout 5s (config's own)", v)
 			}
 		}},
 		{"extraRules, routes, clusterName, slack.channel", []string{

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/herald-k8s/herald/config"
@@ -23,20 +24,37 @@ func volumePoller(cfg *config.Config, client *kube.Client, w *watcher.Watcher, c
 	return volumes.New(volumes.Options{
 		Interval: cfg.VolumeStats.Interval, Concurrency: cfg.VolumeStats.Concurrency, Timeout: cfg.VolumeStats.Timeout,
 		Window: func() time.Duration { return ctrl.Rules().VolumeWindow() },
-		Nodes: func() []string {
-			keys, _ := w.Keys("Node") // not watched: no rule reads volumes
-			names := make([]string, len(keys))
-			for i, k := range keys {
-				names[i] = k.Name
-			}
-			return names
-		},
+		Ready: w.Synced,
+		Nodes: func() []string { return readyNodes(w) },
 		Fetch: client.NodeStatsSummary,
 		Changed: func(namespace, name string) {
 			ctrl.Enqueue(watcher.Key{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: name})
 		},
+		Measuring: func() {
+			keys, _ := w.Keys("PersistentVolumeClaim")
+			ctrl.Enqueue(keys...)
+		},
 		Store: store, Logger: logger.With("component", "volume-stats"), Metrics: volumes.NewMetrics(reg),
 	})
+}
+
+// readyNodes names the cached nodes whose kubelet is Ready: a NotReady
+// one would hold one of the poller's places for its whole timeout.
+func readyNodes(w *watcher.Watcher) []string {
+	objs, _ := w.List("Node") // not watched: no rule reads volumes
+	var names []string
+	for _, o := range objs {
+		n, ok := o.(*corev1.Node)
+		if !ok {
+			continue
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				names = append(names, n.Name)
+			}
+		}
+	}
+	return names
 }
 
 // volumeAccess is the permission reading volume stats needs, when a rule

@@ -26,3 +26,12 @@ func TestVolumeStatsGrantOnlyWhenEnabled(t *testing.T) {
 		t.Errorf("a volume-filling rule without volumeStats.enabled: err %v, output:\n%s", err, out)
 	}
 }
+
+// TestVolumeStatsValuesRefused: a critical threshold below the warning
+// one stops the install with the values' names, not a crash-looping pod.
+func TestVolumeStatsValuesRefused(t *testing.T) {
+	out, err := helm(t, "template", "herald", chartDir, "--kube-version", "1.36.0", "--set", "volumeStats.enabled=true", "--set", "volumeStats.threshold=95")
+	if err == nil || !strings.Contains(out, "volumeStats.critical (90) is below volumeStats.threshold (95)") {
+		t.Errorf("critical below threshold: err %v, output:\n%s", err, out)
+	}
+}

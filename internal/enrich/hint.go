@@ -80,7 +80,7 @@ func Hint(inc incident.Incident) string {
 		if f["pod"] != "" {
 			pod = f["pod"]
 		}
-		return "Find what grows: kubectl exec " + pod + " -n " + inc.Object.Namespace + " -- du -xsh <mount path>/* (the mount path is in the pod's spec). If the data is needed, expand the claim (its StorageClass must allow volume expansion: kubectl patch pvc " + inc.Object.Name + " -n " + inc.Object.Namespace + ` -p '{"spec":{"resources":{"requests":{"storage":"<larger>"}}}}'); if not, delete old files, logs or WAL.`
+		return "Find what grows, inside the pod (the mount path is in its spec; images without a shell have no du): kubectl exec " + pod + " -n " + inc.Object.Namespace + " -- sh -c 'du -xsh <mount path>/*'. If the data is needed, expand the claim (its StorageClass must allow volume expansion): kubectl patch pvc " + inc.Object.Name + " -n " + inc.Object.Namespace + ` -p '{"spec":{"resources":{"requests":{"storage":"<larger>"}}}}'. If not, remove what the application no longer needs through the application itself (its retention, its cleanup): deleting a database's files by hand can corrupt it.`
 	case "JobRunningLong":
 		return "A Job past its usual time is usually waiting on something (a lock, a network call without a timeout, a volume): kubectl logs job/" + inc.Object.Name + " -n " + inc.Object.Namespace + " says what; activeDeadlineSeconds in its spec makes the controller end runs that hang."
 	case "AtMaxReplicas":

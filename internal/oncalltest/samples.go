@@ -314,14 +314,15 @@ func Samples() []Sample {
 	disk := incident.Incident{
 		ID: "d15c00000000f11-1", Occurrence: 1, Fingerprint: "d15c00000000f11", Rule: "volume-filling", Severity: "warning", Reason: "VolumeFillingUp",
 		Object: rules.ObjectRef{Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "pgdata-postgres-0", UID: "v1"},
-		Facts:  map[string]string{"percentFull": "71", "available": "6227702579", "capacity": "21474836480", "fullIn": "10800", "node": "node-3", "pod": "postgres-0"},
-		Title:  "VolumeFillingUp: PersistentVolumeClaim shop/pgdata-postgres-0",
-		Text:   "VolumeFillingUp: PersistentVolumeClaim shop/pgdata-postgres-0: the volume is 71% full: 5.8 GiB free of 20 GiB; at the rate of the last 1 h it is full in about 3 h; mounted by pod postgres-0 on node node-3",
+		Facts: map[string]string{"percentFull": "71", "available": "6227702579", "capacity": "21474836480", "fullIn": "10800", "node": "node-3", "pod": "postgres-0",
+			"threshold": "80", "critical": "90", "horizon": "24 h"},
+		Title: "VolumeFillingUp: PersistentVolumeClaim shop/pgdata-postgres-0",
+		Text:  "VolumeFillingUp: PersistentVolumeClaim shop/pgdata-postgres-0: the volume is 71% full: 5.8 GiB free of 20 GiB; filling at 1.9 GiB/h over the last 1 h, it is full in about 3 h (around 13:00 UTC); mounted by pod postgres-0 on node node-3",
 		Sinks:  []string{"chat"}, FirstSeen: sampleStart,
 	}
 	filling := note(disk, incident.Firing, 1, at(0))
-	filling.Context = &incident.Context{Hint: "Find what grows: kubectl exec postgres-0 -n shop -- du -xsh <mount path>/* (the mount path is in the pod's spec). If the data is needed, expand the claim (its StorageClass must allow volume expansion: kubectl patch pvc pgdata-postgres-0 -n shop -p '{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"<larger>\"}}}}'); if not, delete old files, logs or WAL."}
-	add("volume-filling", "a claim's volume at the rate of the last hour full within the rule's horizon, before its threshold: how full, how much is free, when it is full, the pod and node that mount it", filling)
+	filling.Context = &incident.Context{Hint: "Find what grows, inside the pod (the mount path is in its spec; images without a shell have no du): kubectl exec postgres-0 -n shop -- sh -c 'du -xsh <mount path>/*'. If the data is needed, expand the claim (its StorageClass must allow volume expansion): kubectl patch pvc pgdata-postgres-0 -n shop -p '{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"<larger>\"}}}}'. If not, remove what the application no longer needs through the application itself (its retention, its cleanup): deleting a database's files by hand can corrupt it."}
+	add("volume-filling", "a claim's volume that, at the rate it filled over the last hour, will be full within the rule's horizon, said before it crosses its threshold: how full it is, how much is free, when it will be full, and the pod and node that mount it", filling)
 
 	add("long-running", "a Job still running past its rule's bound (`for:`): for how long, the CronJob it is a run of, and when its own deadline would end it", long)
 

@@ -34,8 +34,12 @@ type VolumeUsage struct {
 // PersistentVolumeClaims (internal/volumes polls them).
 type VolumeStats interface {
 	// Usage returns the samples of a claim; ok is false when none is
-	// known (not mounted, not polled yet, or too old to trust).
+	// known (no pod mounts it, or none within the window).
 	Usage(namespace, claim string) (u VolumeUsage, ok bool)
+	// Measuring is true once every node has been read since this replica
+	// began to lead: from then on a claim without samples is one no
+	// kubelet measures, not one herald has not read yet.
+	Measuring() bool
 }
 
 // Defaults of the volume-filling detector.
@@ -57,6 +61,11 @@ const fitSamples = 3
 // will be full within the horizon (VolumeFillingUp, before the
 // threshold). "Full" is no space left for the volume's users: what the
 // filesystem keeps for root counts as used, as df's Avail says.
+//
+// While herald cannot tell — no reading since this replica began to lead,
+// or too few samples for a forecast yet — an open incident stays open
+// (Sustaining) and none opens: a restart or a failover neither resolves a
+// full volume's alert nor says it again.
 func detectVolumeFilling(obj runtime.Object, p Params, now time.Time) ([]Detection, error) {
 	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
@@ -66,23 +75,30 @@ func detectVolumeFilling(obj runtime.Object, p Params, now time.Time) ([]Detecti
 		return nil, nil
 	}
 	u, ok := p.volumes.Usage(pvc.Namespace, pvc.Name)
-	if !ok || len(u.Samples) == 0 {
-		return nil, nil
+	if !ok || len(u.Samples) == 0 || u.Samples[len(u.Samples)-1].Capacity <= 0 {
+		if !p.volumes.Measuring() {
+			const unread = "not measured yet since herald started leading"
+			return []Detection{{Reason: "VolumeAlmostFull", Severity: "critical", Sustaining: true, Detail: unread},
+				{Reason: "VolumeFillingUp", Sustaining: true, Detail: unread}}, nil
+		}
+		return nil, nil // no pod mounts it, or its kubelet says nothing of it
 	}
 	last := u.Samples[len(u.Samples)-1]
-	if last.Capacity <= 0 {
-		return nil, nil
-	}
 	bytesFull := percent(last.Capacity-last.Available, last.Capacity)
 	inodesFull := 0.0
 	if last.Inodes > 0 {
 		inodesFull = percent(last.Inodes-last.InodesFree, last.Inodes)
 	}
-	fullIn, forecast := forecastFull(u.Samples, p.Window, now)
+	fc := forecastFull(u.Samples, p.Window, now)
 	facts := map[string]string{
 		"percentFull": strconv.Itoa(int(math.Floor(bytesFull))),
 		"available":   strconv.FormatInt(last.Available, 10),
 		"capacity":    strconv.FormatInt(last.Capacity, 10),
+		"threshold":   strconv.Itoa(p.Threshold),
+		"critical":    strconv.Itoa(p.Critical),
+	}
+	if p.Horizon > 0 {
+		facts["horizon"] = window(p.Horizon)
 	}
 	if u.Node != "" {
 		facts["node"] = u.Node
@@ -90,16 +106,22 @@ func detectVolumeFilling(obj runtime.Object, p Params, now time.Time) ([]Detecti
 	if u.Pod != "" {
 		facts["pod"] = u.Pod
 	}
-	detail := fmt.Sprintf("the volume is %d%% full: %s free of %s", int(math.Floor(bytesFull)), bytesSaid(last.Available), bytesSaid(last.Capacity))
+	var detail string
 	fullest := bytesFull
-	if inodesFull > bytesFull && inodesFull >= float64(p.Threshold) {
+	switch {
+	case inodesFull > bytesFull && inodesFull >= float64(p.Threshold):
 		fullest = inodesFull
 		facts["inodesPercentFull"] = strconv.Itoa(int(math.Floor(inodesFull)))
-		detail = fmt.Sprintf("the volume's inodes are %d%% used: %d files more can be made (its bytes are %d%% full)", int(math.Floor(inodesFull)), last.InodesFree, int(math.Floor(bytesFull)))
-	}
-	if forecast {
-		facts["fullIn"] = strconv.FormatInt(int64(fullIn/time.Second), 10)
-		detail += fmt.Sprintf("; at the rate of the last %s it is full in %s", window(p.Window), about(fullIn))
+		detail = fmt.Sprintf("the volume's inodes are %d%% used: %d more files can be made (its bytes are %d%% full)", int(math.Floor(inodesFull)), last.InodesFree, int(math.Floor(bytesFull)))
+	case last.Available == 0:
+		detail = fmt.Sprintf("the volume is full: nothing free of %s", bytesSaid(last.Capacity))
+	default:
+		detail = fmt.Sprintf("the volume is %d%% full: %s free of %s", int(math.Floor(bytesFull)), bytesSaid(last.Available), bytesSaid(last.Capacity))
+		if fc.state == forecastFilling {
+			facts["fullIn"] = strconv.FormatInt(int64(fc.fullIn/time.Second), 10)
+			detail += fmt.Sprintf("; filling at %s/h over the last %s, it is full in %s (around %s)",
+				bytesSaid(int64(fc.perHour)), window(p.Window), about(fc.fullIn), when(now.Add(fc.fullIn), now))
+		}
 	}
 	if u.Pod != "" {
 		detail += fmt.Sprintf("; mounted by pod %s on node %s", u.Pod, u.Node)
@@ -108,17 +130,35 @@ func detectVolumeFilling(obj runtime.Object, p Params, now time.Time) ([]Detecti
 	if fullest >= float64(p.Critical) {
 		out = append(out, Detection{Reason: "VolumeAlmostFull", Severity: "critical", Facts: facts, Detail: detail})
 	}
-	if fullest >= float64(p.Threshold) || (forecast && p.Horizon > 0 && fullIn <= p.Horizon) {
+	switch {
+	case fullest >= float64(p.Threshold) || (fc.state == forecastFilling && p.Horizon > 0 && fc.fullIn <= p.Horizon):
 		out = append(out, Detection{Reason: "VolumeFillingUp", Facts: facts, Detail: detail})
+	case fc.state == forecastUnknown && p.Horizon > 0:
+		// Too few samples to say (herald began leading within half a
+		// window): a forecast's incident stays open until they suffice.
+		out = append(out, Detection{Reason: "VolumeFillingUp", Sustaining: true, Facts: facts, Detail: detail})
 	}
 	return out, nil
 }
 
+// forecastState says what the samples tell of the volume's future.
+type forecastState int
+
+const (
+	forecastUnknown forecastState = iota // too few samples, or too close together
+	forecastSteady                       // not filling (steady, emptying, or a trickle)
+	forecastFilling                      // full in fullIn
+)
+
+type forecast struct {
+	state   forecastState
+	fullIn  time.Duration
+	perHour float64 // bytes
+}
+
 // forecastFull fits a line, by least squares, to the free bytes of the
-// samples within window before now, and says when it reaches zero. ok is
-// false when the samples are too few or too close together, or the
-// volume is not filling.
-func forecastFull(samples []VolumeSample, window time.Duration, now time.Time) (time.Duration, bool) {
+// samples within window before now, and says when it reaches zero.
+func forecastFull(samples []VolumeSample, window time.Duration, now time.Time) forecast {
 	from := now.Add(-window)
 	var in []VolumeSample
 	for _, s := range samples {
@@ -127,7 +167,7 @@ func forecastFull(samples []VolumeSample, window time.Duration, now time.Time) (
 		}
 	}
 	if len(in) < fitSamples || in[len(in)-1].At.Sub(in[0].At) < window/2 {
-		return 0, false
+		return forecast{state: forecastUnknown}
 	}
 	// Seconds from the first sample keep the sums small.
 	t0 := in[0].At
@@ -145,18 +185,28 @@ func forecastFull(samples []VolumeSample, window time.Duration, now time.Time) (
 		varT += dt * dt
 	}
 	if varT == 0 {
-		return 0, false
+		return forecast{state: forecastUnknown}
 	}
 	slope := cov / varT // bytes per second; negative while filling
 	if slope >= 0 {
-		return 0, false
+		return forecast{state: forecastSteady}
 	}
 	last := in[len(in)-1]
 	left := float64(last.Available)/-slope - now.Sub(last.At).Seconds()
 	if left > float64(100*365*24*time.Hour/time.Second) {
-		return 0, false // a trickle: never, for an operator
+		return forecast{state: forecastSteady} // a trickle: never, for an operator
 	}
-	return time.Duration(max(left, 0) * float64(time.Second)), true
+	return forecast{state: forecastFilling, fullIn: time.Duration(max(left, 0) * float64(time.Second)), perHour: -slope * 3600}
+}
+
+// when says a forecast's moment: its time of day in UTC, with the date
+// when it is not within a day of now.
+func when(t, now time.Time) string {
+	t = t.UTC().Truncate(time.Minute)
+	if t.Sub(now) < 24*time.Hour {
+		return t.Format("15:04 UTC")
+	}
+	return t.Format("2006-01-02 15:04 UTC")
 }
 
 func percent(part, whole int64) float64 {

@@ -78,7 +78,7 @@ func BenchmarkStoreMemory(b *testing.B) {
 		for j := range samples {
 			for i := range claims {
 				s.add("node-1", reading{claim: claimKey{"shop", fmt.Sprintf("data-%d", i)}, pod: fmt.Sprintf("db-%d", i),
-					sample: sampleAt(t0.Add(time.Duration(j) * time.Minute))})
+					sample: sampleAt(t0.Add(time.Duration(j) * time.Minute))}, time.Minute)
 			}
 		}
 		runtime.GC()

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // Options configure a Poller.
@@ -34,12 +35,17 @@ type Options struct {
 	// Window says how long samples are kept: the longest window of the
 	// rules that read them; 0 while no rule does (nothing is polled).
 	Window func() time.Duration
-	// Nodes lists the nodes to poll (from the cache).
+	// Ready says whether the cache has listed the nodes; Nodes lists the
+	// nodes to poll (from the cache; not those NotReady).
+	Ready func() bool
 	Nodes func() []string
 	// Fetch reads a node's stats summary; the caller closes it.
 	Fetch func(ctx context.Context, node string) (io.ReadCloser, error)
-	// Changed is told of a claim whose samples changed (queue it).
-	Changed func(namespace, name string)
+	// Changed is told of a claim whose samples changed (queue it);
+	// Measuring, once a term, when every node has been read (queue
+	// every claim).
+	Changed   func(namespace, name string)
+	Measuring func()
 	Store   *Store
 	Logger  *slog.Logger
 	Metrics *Metrics
@@ -51,8 +57,12 @@ type Poller struct{ o Options }
 // New returns a Poller.
 func New(o Options) *Poller { return &Poller{o: o} }
 
-// Run polls until ctx ends (the leader's term).
+// Run polls until ctx ends (the leader's term). Until its first round is
+// read, the store is not Measuring: a claim without samples is one not
+// read yet.
 func (p *Poller) Run(ctx context.Context) {
+	p.o.Store.measuring.Store(false)
+	defer p.o.Store.measuring.Store(false)
 	t := time.NewTicker(p.o.Interval)
 	defer t.Stop()
 	for {
@@ -71,6 +81,9 @@ func (p *Poller) Poll(ctx context.Context) {
 	if keep <= 0 {
 		p.changed(p.o.Store.clear())
 		return
+	}
+	if !p.o.Ready() {
+		return // the nodes are not listed yet: the next tick reads them
 	}
 	start := time.Now()
 	nodes := p.o.Nodes()
@@ -104,7 +117,6 @@ func (p *Poller) Poll(ctx context.Context) {
 	}()
 	go func() { wg.Wait(); close(results) }()
 
-	answered, reported := map[string]bool{}, map[claimKey]bool{}
 	var failed []string
 	var firstErr error
 	full := false
@@ -116,11 +128,9 @@ func (p *Poller) Poll(ctx context.Context) {
 			continue
 		}
 		p.o.Metrics.Requests.WithLabelValues("ok").Inc()
-		answered[r.node] = true
 		var changed []claimKey
 		for _, rd := range r.readings {
-			reported[rd.claim] = true
-			added, isFull := p.o.Store.add(r.node, rd)
+			added, isFull := p.o.Store.add(r.node, rd, keep/samplesPerWindow)
 			full = full || isFull
 			if added {
 				changed = append(changed, rd.claim)
@@ -131,7 +141,14 @@ func (p *Poller) Poll(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // the term ended: what was not read is not gone
 	}
-	p.changed(p.o.Store.forget(time.Now(), keep, answered, reported))
+	p.changed(p.o.Store.forget(time.Now(), keep))
+	if !p.o.Store.measuring.Swap(true) {
+		// A claim without samples is now one no kubelet measures, not
+		// one not read yet: every claim is looked at again, so that an
+		// incident kept open meanwhile resolves if it must.
+		p.o.Logger.Info("volume stats: every node read", "nodes", len(nodes), "claims", p.o.Store.Len())
+		p.o.Measuring()
+	}
 	took := time.Since(start)
 	p.o.Metrics.Round.Set(took.Seconds())
 	p.o.Metrics.Claims.Set(float64(p.o.Store.Len()))
@@ -169,8 +186,8 @@ func (p *Poller) read(ctx context.Context, node string) ([]reading, error) {
 var errForbidden = errors.New("forbidden: herald may not get nodes/proxy, which reading the kubelets' volume stats needs (the chart grants it with volumeStats.enabled: true)")
 
 func explain(node string, err error) error {
-	if strings.Contains(err.Error(), "forbidden") {
-		return fmt.Errorf("node %s: %w", node, errForbidden)
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("node %s: %w: %w", node, errForbidden, err)
 	}
 	return fmt.Errorf("node %s: %w", node, err)
 }

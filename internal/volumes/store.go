@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/herald-k8s/herald/internal/rules"
@@ -15,19 +16,28 @@ type claim struct {
 	node, pod string               // where the last sample was read
 }
 
-// maxSamples bounds one claim's samples whatever the interval and
-// window (a day at one a minute is 1,440; 4 h at the default is 240).
-const maxSamples = 720
+// samplesPerWindow bounds one claim's samples whatever the interval and
+// window: a sample closer than window/samplesPerWindow to the one before
+// is not kept (at the defaults, one a minute for an hour: every one).
+const samplesPerWindow = 60
 
-// maxClaims bounds the claims kept; more are not measured, and said.
-const maxClaims = 200_000
+// maxClaims bounds the claims kept (about 3.5 KB each with a full
+// window); more are not measured, and said.
+const maxClaims = 20_000
 
 // Store holds the claims' samples for the detector (rules.VolumeStats).
 // The poller writes; workers read.
 type Store struct {
 	mu     sync.RWMutex
 	claims map[claimKey]*claim
+	// measuring: every node has been read since this replica began to
+	// lead (rules.VolumeStats.Measuring).
+	measuring atomic.Bool
 }
+
+// Measuring says whether every node has been read since the poller
+// started (this replica's term as leader).
+func (s *Store) Measuring() bool { return s.measuring.Load() }
 
 // NewStore returns an empty store.
 func NewStore() *Store { return &Store{claims: map[claimKey]*claim{}} }
@@ -51,8 +61,9 @@ func (s *Store) Len() int {
 }
 
 // add records a node's reading; it says whether it is a new measurement
-// (not one the kubelet served before), and whether the store was full.
-func (s *Store) add(node string, r reading) (added, full bool) {
+// (not one the kubelet served before, nor one closer than spacing to the
+// last kept), and whether the store was full.
+func (s *Store) add(node string, r reading, spacing time.Duration) (added, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.claims[r.claim]
@@ -63,10 +74,10 @@ func (s *Store) add(node string, r reading) (added, full bool) {
 		c = &claim{}
 		s.claims[r.claim] = c
 	}
-	if n := len(c.samples); n > 0 && !r.sample.At.After(c.samples[n-1].At) {
-		return false, false // the kubelet's cached figure again (or an older one)
+	if n := len(c.samples); n > 0 && r.sample.At.Before(c.samples[n-1].At.Add(max(spacing, time.Nanosecond))) {
+		return false, false // the kubelet's cached figure again, an older one, or too soon
 	}
-	if len(c.samples) == maxSamples {
+	if len(c.samples) > samplesPerWindow {
 		c.samples = append(c.samples[:0], c.samples[1:]...)
 	}
 	c.samples = append(c.samples, r.sample)
@@ -74,11 +85,12 @@ func (s *Store) add(node string, r reading) (added, full bool) {
 	return true, false
 }
 
-// forget drops what a round says is gone: the samples older than keep,
-// the claims left without any, and those whose last node answered
-// without them (no pod there mounts them any longer) unless another node
-// reported them. It returns the claims dropped.
-func (s *Store) forget(now time.Time, keep time.Duration, answered map[string]bool, reported map[claimKey]bool) []claimKey {
+// forget drops the samples older than keep, and the claims left without
+// any (no kubelet has measured them within the window: no pod mounts
+// them any longer). A claim its pod stopped mounting for a while (a
+// restart, a move to another node) keeps its samples meanwhile. It
+// returns the claims dropped.
+func (s *Store) forget(now time.Time, keep time.Duration) []claimKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var gone []claimKey
@@ -91,7 +103,7 @@ func (s *Store) forget(now time.Time, keep time.Duration, answered map[string]bo
 		if i > 0 {
 			c.samples = append(c.samples[:0], c.samples[i:]...)
 		}
-		if len(c.samples) == 0 || (answered[c.node] && !reported[k]) {
+		if len(c.samples) == 0 {
 			delete(s.claims, k)
 			gone = append(gone, k)
 		}

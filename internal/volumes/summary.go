@@ -10,8 +10,14 @@ import (
 )
 
 // maxSummaryBytes bounds one node's stats summary. A node of 110 pods
-// says about 300 KB; a body larger than this is refused, not read.
-const maxSummaryBytes = 32 << 20
+// says about 300 KB; a body larger than this is refused, not read (the
+// decoder holds what it reads: four at once stay under 40 MiB).
+const maxSummaryBytes = 8 << 20
+
+// maxSkew is how far ahead of herald's clock a kubelet's time stamp may
+// be; one further is taken as the time herald read it, so that a node's
+// wrong clock cannot hold back the readings after it.
+const maxSkew = time.Minute
 
 // summary is the part of the kubelet's stats summary (GET
 // /stats/summary, kubelet API stats/v1alpha1) herald reads: each pod's
@@ -65,7 +71,7 @@ func parseSummary(r io.Reader, polled time.Time) ([]reading, error) {
 				continue
 			}
 			at := v.Time
-			if at.IsZero() {
+			if at.IsZero() || at.After(polled.Add(maxSkew)) {
 				at = polled
 			}
 			s := rules.VolumeSample{At: at, Capacity: *v.CapacityBytes, Available: min(max(*v.AvailableBytes, 0), *v.CapacityBytes)}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/herald-k8s/herald/internal/rules"
 )
@@ -28,11 +30,11 @@ func TestParseSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got, err := parseSummary(f, time.Now())
+	at := time.Date(2026, 11, 30, 2, 59, 30, 0, time.UTC)
+	got, err := parseSummary(f, at.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 11, 30, 2, 59, 30, 0, time.UTC)
 	want := []reading{
 		{claimKey{"shop", "pgdata-postgres-0"}, "postgres-0", rules.VolumeSample{At: at, Capacity: 21474836480, Available: 3221225472, Inodes: 1310720, InodesFree: 1300000}},
 		{claimKey{"batch", "scratch-7f9c-scratch"}, "scratch-7f9c", rules.VolumeSample{At: at.Add(10 * time.Second), Capacity: 10737418240, Available: 1073741824}},
@@ -45,6 +47,13 @@ func TestParseSummary(t *testing.T) {
 			got[i].sample.Capacity != want[i].sample.Capacity || got[i].sample.Available != want[i].sample.Available || got[i].sample.InodesFree != want[i].sample.InodesFree {
 			t.Errorf("reading %d: %+v, want %+v", i, got[i], want[i])
 		}
+	}
+	// A kubelet whose clock is ahead: its time stamp is taken as the
+	// poll's, so that it cannot hold back every later reading.
+	f.Seek(0, 0)
+	early := at.Add(-5 * time.Minute)
+	if got, _ := parseSummary(f, early); len(got) == 0 || !got[0].sample.At.Equal(early) {
+		t.Errorf("a time stamp 5 min ahead kept: %+v", got)
 	}
 	if _, err := parseSummary(strings.NewReader(`{"pods": [`), time.Now()); err == nil || !strings.Contains(err.Error(), "cut short") {
 		t.Errorf("a summary cut short: %v", err)
@@ -85,7 +94,7 @@ func (k *kubelets) fetch(ctx context.Context, node string) (io.ReadCloser, error
 		return nil, ctx.Err()
 	}
 	if node == "forbidden" {
-		return nil, errors.New(`nodes "forbidden" is forbidden: User "system:serviceaccount:herald:herald" cannot get resource "nodes/proxy"`)
+		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes/proxy"}, node, errors.New(`User "system:serviceaccount:herald:herald" cannot get resource "nodes/proxy" in API group "" at the cluster scope`))
 	}
 	body := `{"pods": []}`
 	if mounted {
@@ -125,12 +134,14 @@ func (q *queued) take() string {
 	return s
 }
 
-// TestPoll: a round reads every node, at most Concurrency at once, each
-// within Timeout (a hanging kubelet costs one timeout, not the round);
-// a new measurement queues its claim, the same one served again does
-// not; a claim its node no longer mounts is dropped and queued; a node
-// that does not answer keeps its claims' readings until the window ends;
-// no rule, no polling, nothing kept.
+// TestPoll: nothing is read before the cache has listed the nodes; a
+// round reads every node, at most Concurrency at once, each within
+// Timeout (a hanging kubelet costs one timeout, not the round); after the
+// first, the store is Measuring and every claim is queued once; a new
+// measurement queues its claim, the same one served again (or one too
+// soon after the last kept) does not; a claim its node no longer mounts,
+// or whose kubelet does not answer, keeps its readings until the window
+// ends; no rule, no polling, nothing kept.
 func TestPoll(t *testing.T) {
 	nodes := []string{"a", "b", "c", "d", "e", "hung", "forbidden"}
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
@@ -140,14 +151,20 @@ func TestPoll(t *testing.T) {
 	}
 	var q queued
 	window := time.Hour
+	ready, measured := false, 0
 	reg := prometheus.NewRegistry()
 	var logs strings.Builder
 	store := NewStore()
 	p := New(Options{Interval: time.Minute, Concurrency: 2, Timeout: 300 * time.Millisecond,
-		Window: func() time.Duration { return window }, Nodes: func() []string { return nodes },
-		Fetch: k.fetch, Changed: q.add, Store: store, Metrics: NewMetrics(reg),
+		Window: func() time.Duration { return window }, Ready: func() bool { return ready }, Nodes: func() []string { return nodes },
+		Fetch: k.fetch, Changed: q.add, Measuring: func() { measured++ }, Store: store, Metrics: NewMetrics(reg),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
+	p.Poll(context.Background())
+	if store.Measuring() || k.most.Load() != 0 {
+		t.Fatal("read before the cache listed the nodes")
+	}
+	ready = true
 	start := time.Now()
 	p.Poll(context.Background())
 	if took := time.Since(start); took > 2*time.Second {
@@ -158,6 +175,9 @@ func TestPoll(t *testing.T) {
 	}
 	if got := q.take(); len(strings.Split(got, ",")) != 5 {
 		t.Errorf("queued %q, want the 5 claims", got)
+	}
+	if !store.Measuring() || measured != 1 {
+		t.Errorf("measuring %v, told %d times, after the first round", store.Measuring(), measured)
 	}
 	if u, ok := store.Usage("shop", "c-a"); !ok || u.Node != "a" || u.Pod != "p-a" || len(u.Samples) != 1 || u.Samples[0].Available != 900 {
 		t.Errorf("c-a: %+v %v", u, ok)
@@ -170,21 +190,29 @@ func TestPoll(t *testing.T) {
 	}
 
 	// Served again unchanged: nothing queued. A new measurement on a:
-	// queued. b no longer mounts its claim: dropped, queued.
-	k.set("a", 800, t0.Add(30*time.Second))
+	// queued; one on c within a minute of its last (window/60): not
+	// kept. b no longer mounts its claim: it keeps its reading.
+	k.set("a", 800, t0.Add(90*time.Second))
+	k.set("c", 700, t0.Add(30*time.Second))
 	k.unmount("b")
 	p.Poll(context.Background())
-	if got := q.take(); got != "shop/c-a,shop/c-b" {
-		t.Errorf("queued %q, want shop/c-a,shop/c-b", got)
+	if got := q.take(); got != "shop/c-a" {
+		t.Errorf("queued %q, want shop/c-a", got)
 	}
 	if u, _ := store.Usage("shop", "c-a"); len(u.Samples) != 2 {
 		t.Errorf("c-a has %d samples, want 2", len(u.Samples))
 	}
-	if _, ok := store.Usage("shop", "c-b"); ok {
-		t.Error("c-b is still known, though its node no longer mounts it")
+	if u, _ := store.Usage("shop", "c-c"); len(u.Samples) != 1 {
+		t.Errorf("c-c has %d samples, want 1 (the second came too soon)", len(u.Samples))
+	}
+	if _, ok := store.Usage("shop", "c-b"); !ok {
+		t.Error("c-b was dropped at once when its pod stopped mounting it (a restart, a move)")
+	}
+	if measured != 1 {
+		t.Errorf("told of measuring %d times in one term", measured)
 	}
 
-	// c stops answering: its claim keeps its reading.
+	// c stops answering: its claim keeps its reading ...
 	k.mu.Lock()
 	k.hang["c"] = true
 	k.mu.Unlock()
@@ -192,13 +220,15 @@ func TestPoll(t *testing.T) {
 	if _, ok := store.Usage("shop", "c-c"); !ok {
 		t.Error("c-c was dropped when its kubelet did not answer")
 	}
-	// ... until it is older than the window.
+	// ... until it is older than the window, as does b's; both queued.
 	window = 30 * time.Second
 	p.Poll(context.Background())
 	if _, ok := store.Usage("shop", "c-c"); ok {
 		t.Error("c-c is kept past the window")
 	}
-	q.take()
+	if got := q.take(); !strings.Contains(got, "shop/c-b") || !strings.Contains(got, "shop/c-c") {
+		t.Errorf("queued %q, want c-b and c-c, dropped", got)
+	}
 
 	// No rule reads volumes: everything goes, and is queued.
 	window = time.Hour
@@ -220,8 +250,8 @@ func TestPoll(t *testing.T) {
 func TestPollerStopsWithTheTerm(t *testing.T) {
 	k := &kubelets{free: map[string]int64{}, at: map[string]time.Time{}, hang: map[string]bool{"hung": true}, hung: make(chan struct{}, 1)}
 	p := New(Options{Interval: time.Hour, Concurrency: 1, Timeout: time.Hour,
-		Window: func() time.Duration { return time.Hour }, Nodes: func() []string { return []string{"hung", "hung"} },
-		Fetch: k.fetch, Changed: func(string, string) {}, Store: NewStore(), Metrics: NewMetrics(prometheus.NewRegistry()),
+		Window: func() time.Duration { return time.Hour }, Ready: func() bool { return true }, Nodes: func() []string { return []string{"hung", "hung"} },
+		Fetch: k.fetch, Changed: func(string, string) {}, Measuring: func() {}, Store: NewStore(), Metrics: NewMetrics(prometheus.NewRegistry()),
 		Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

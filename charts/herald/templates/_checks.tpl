@@ -22,6 +22,10 @@ internal/chart's TestChecksKnowEveryDetector holds it. */}}
   "Event" (list "warning-events") -}}
 {{- $builtinKinds := list "CronJob" "DaemonSet" "Deployment" "EndpointSlice" "Event" "HorizontalPodAutoscaler" "Job" "Namespace" "Node" "PersistentVolumeClaim" "Pod" "ReplicaSet" "Secret" "Service" "StatefulSet" -}}
 {{- $duration := "^(0|([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$" -}}
+{{- $vs := .Values.volumeStats | default dict -}}
+{{- if and $vs.enabled (lt (int ($vs.critical | default 90)) (int ($vs.threshold | default 80))) -}}
+{{- fail (printf "volumeStats.critical (%v) is below volumeStats.threshold (%v): the critical alert must need at least as full a volume; raise volumeStats.critical" ($vs.critical | default 90) ($vs.threshold | default 80)) -}}
+{{- end -}}
 {{- $cfg := .Values.config | default dict -}}
 {{- $sinks := list -}}
 {{- range ($cfg.sinks | default list) }}{{ $sinks = append $sinks (toString .name) }}{{ end -}}

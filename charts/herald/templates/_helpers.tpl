@@ -86,14 +86,20 @@ default can be turned off without copying the others. */ -}}
 {{- end -}}
 {{- end -}}
 {{- $rules := concat $kept (deepCopy (.Values.extraRules | default list)) -}}
-{{- /* volumeStats.enabled adds volume-filling and says how often to read
-the kubelets; the grant it needs is in rbac.yaml. */ -}}
+{{- /* volumeStats.enabled adds volume-filling (volumeStats.rule merged
+into it) and says how often to read the kubelets (what config.volumeStats
+does not set itself); the grant it needs is in rbac.yaml. */ -}}
 {{- $vs := .Values.volumeStats | default dict -}}
 {{- if $vs.enabled -}}
-{{- $rules = append $rules (dict "name" "volume-filling" "kind" "PersistentVolumeClaim" "detector" "volume-filling" "threshold" ($vs.threshold | default 80) "critical" ($vs.critical | default 90) "horizon" (toString ($vs.horizon | default "24h"))) -}}
-{{- if not $cfg.volumeStats -}}
-{{- $_ := set $cfg "volumeStats" (dict "interval" (toString ($vs.interval | default "1m")) "concurrency" ($vs.concurrency | default 4)) -}}
+{{- $rule := dict "name" "volume-filling" "kind" "PersistentVolumeClaim" "detector" "volume-filling" "threshold" ($vs.threshold | default 80) "critical" ($vs.critical | default 90) "horizon" (toString ($vs.horizon | default "24h")) -}}
+{{- $rules = append $rules (merge (deepCopy ($vs.rule | default dict)) $rule) -}}
+{{- $poll := deepCopy ($cfg.volumeStats | default dict) -}}
+{{- range $key := list "interval" "concurrency" "timeout" -}}
+{{- if and (hasKey $vs $key) (not (hasKey $poll $key)) -}}
+{{- $_ := set $poll $key (index $vs $key) -}}
 {{- end -}}
+{{- end -}}
+{{- $_ := set $cfg "volumeStats" $poll -}}
 {{- end -}}
 {{- $names := dict -}}
 {{- range $rules -}}
