@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/herald-k8s/herald/config"
@@ -24,8 +25,11 @@ func volumePoller(cfg *config.Config, client *kube.Client, w *watcher.Watcher, c
 	return volumes.New(volumes.Options{
 		Interval: cfg.VolumeStats.Interval, Concurrency: cfg.VolumeStats.Concurrency, Timeout: cfg.VolumeStats.Timeout,
 		Window: func() time.Duration { return ctrl.Rules().VolumeWindow() },
-		Ready: w.Synced,
-		Nodes: func() []string { return readyNodes(w) },
+		Ready:  w.Synced,
+		Nodes: func() []string {
+			nodes, _ := w.List("Node") // not watched: no rule reads volumes
+			return readyNodes(nodes)
+		},
 		Fetch: client.NodeStatsSummary,
 		Changed: func(namespace, name string) {
 			ctrl.Enqueue(watcher.Key{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: name})
@@ -40,10 +44,9 @@ func volumePoller(cfg *config.Config, client *kube.Client, w *watcher.Watcher, c
 
 // readyNodes names the cached nodes whose kubelet is Ready: a NotReady
 // one would hold one of the poller's places for its whole timeout.
-func readyNodes(w *watcher.Watcher) []string {
-	objs, _ := w.List("Node") // not watched: no rule reads volumes
+func readyNodes(nodes []runtime.Object) []string {
 	var names []string
-	for _, o := range objs {
+	for _, o := range nodes {
 		n, ok := o.(*corev1.Node)
 		if !ok {
 			continue

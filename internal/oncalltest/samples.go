@@ -318,7 +318,7 @@ func Samples() []Sample {
 			"threshold": "80", "critical": "90", "horizon": "24 h"},
 		Title: "VolumeFillingUp: PersistentVolumeClaim shop/pgdata-postgres-0",
 		Text:  "VolumeFillingUp: PersistentVolumeClaim shop/pgdata-postgres-0: the volume is 71% full: 5.8 GiB free of 20 GiB; filling at 1.9 GiB/h over the last 1 h, it is full in about 3 h (around 13:00 UTC); mounted by pod postgres-0 on node node-3",
-		Sinks:  []string{"chat"}, FirstSeen: sampleStart,
+		Sinks: []string{"chat"}, FirstSeen: sampleStart,
 	}
 	filling := note(disk, incident.Firing, 1, at(0))
 	filling.Context = &incident.Context{Hint: "Find what grows, inside the pod (the mount path is in its spec; images without a shell have no du): kubectl exec postgres-0 -n shop -- sh -c 'du -xsh <mount path>/*'. If the data is needed, expand the claim (its StorageClass must allow volume expansion): kubectl patch pvc pgdata-postgres-0 -n shop -p '{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"<larger>\"}}}}'. If not, remove what the application no longer needs through the application itself (its retention, its cleanup): deleting a database's files by hand can corrupt it."}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 type LocalVolume struct {
 	Dir, Namespace, Claim, PV string
 	client                    kubernetes.Interface
+	closed                    sync.Once
 }
 
 // NewLocalVolume mounts a tmpfs of sizeMiB at dir (made if missing) and
@@ -31,7 +33,7 @@ func NewLocalVolume(ctx context.Context, client kubernetes.Interface, node, dir,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := syscall.Mount("herald-test-volume", dir, "tmpfs", 0, fmt.Sprintf("size=%dm,mode=0777", sizeMiB)); err != nil {
+	if err := syscall.Mount("herald-test-volume", dir, "tmpfs", 0, fmt.Sprintf("size=%dm,mode=0755", sizeMiB)); err != nil {
 		return nil, fmt.Errorf("mounting a tmpfs for a local volume at %s: %w", dir, err)
 	}
 	v := &LocalVolume{Dir: dir, Namespace: namespace, Claim: claim, PV: "local-" + namespace + "-" + claim, client: client}
@@ -78,10 +80,12 @@ func (v *LocalVolume) Volume(name string) corev1.Volume {
 // Close deletes the volume and unmounts the tmpfs (lazily: the kubelet
 // may still hold its bind mount of a pod being deleted).
 func (v *LocalVolume) Close() {
-	ctx := context.Background()
-	v.client.CoreV1().PersistentVolumeClaims(v.Namespace).Delete(ctx, v.Claim, metav1.DeleteOptions{})
-	v.client.CoreV1().PersistentVolumes().Delete(ctx, v.PV, metav1.DeleteOptions{})
-	syscall.Unmount(v.Dir, syscall.MNT_DETACH)
+	v.closed.Do(func() { // a second Close must not detach another mount there
+		ctx := context.Background()
+		v.client.CoreV1().PersistentVolumeClaims(v.Namespace).Delete(ctx, v.Claim, metav1.DeleteOptions{})
+		v.client.CoreV1().PersistentVolumes().Delete(ctx, v.PV, metav1.DeleteOptions{})
+		syscall.Unmount(v.Dir, syscall.MNT_DETACH)
+	})
 }
 
 // Fill writes files of 1 MiB named part-<from>..part-<to-1> into the

@@ -46,9 +46,9 @@ type Options struct {
 	// every claim).
 	Changed   func(namespace, name string)
 	Measuring func()
-	Store   *Store
-	Logger  *slog.Logger
-	Metrics *Metrics
+	Store     *Store
+	Logger    *slog.Logger
+	Metrics   *Metrics
 }
 
 // Poller polls the kubelets' stats summaries into a Store.
