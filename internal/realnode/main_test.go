@@ -33,8 +33,9 @@ var (
 )
 
 // Seven of the chart's default rules (charts/herald/values.yaml), and
-// volume-filling (the chart's volumeStats.enabled) with a window of 20 s
-// and every node read each second, with
+// volume-filling (the chart's volumeStats.enabled) with a window of 40 s
+// (half of it, the samples a forecast needs, longer than the resolve
+// hold-down) and every node read each second, with
 // shorter waits where the defaults would only make the tests slow:
 // image-pull's and node-not-ready's `for` (2m, 1m) and the resolve
 // hold-down (30s), and the "What changed" window (30m; changesWindow).
@@ -63,7 +64,7 @@ rules:
   - {name: pod-evicted, kind: Pod, detector: evicted, groupBy: workload, sinks: [hook]}
   - {name: rollout-stuck, kind: Deployment, detector: rollout-stuck, sinks: [hook]}
   - {name: node-not-ready, kind: Node, detector: node-not-ready, for: 15s, severity: critical, sinks: [hook]}
-  - {name: volume-filling, kind: PersistentVolumeClaim, detector: volume-filling, window: 20s, horizon: 5m, sinks: [hook]}
+  - {name: volume-filling, kind: PersistentVolumeClaim, detector: volume-filling, window: 40s, horizon: 5m, sinks: [hook]}
 volumeStats: {interval: 1s}
 sinks:
   - {name: hook, webhook: {url: %s/herald}}
