@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // envMemoryLimit carries the container's memory limit in bytes; the chart
@@ -37,4 +41,15 @@ func setMemoryLimit(getenv func(string) string) (int64, error) {
 	limit := int64(float64(bytes) * memoryLimitShare)
 	debug.SetMemoryLimit(limit)
 	return limit, nil
+}
+
+// freeAfterSync hands the initial lists' transient peak back to the OS
+// once the cache has synced: they decode every object but pods whole
+// before the transform trims it, and pages of a list are held until
+// their objects are cached; without this, that peak would stay as RSS
+// for the life of the process.
+func freeAfterSync(ctx context.Context, synced func() bool) {
+	if wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) { return synced(), nil }) == nil {
+		debug.FreeOSMemory()
+	}
 }

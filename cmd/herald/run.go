@@ -9,7 +9,6 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/herald-k8s/herald/config"
@@ -262,15 +260,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	// Every replica keeps warm caches; only the leader reconciles.
 	w.Start(ctx)
 	defer w.Shutdown()
-	go func() {
-		// The initial lists decode every object but pods whole before
-		// the transform trims it, and pages of a list are held until
-		// their objects are cached; hand that transient peak back to the
-		// OS once, rather than keep it as RSS for the life of the process.
-		if wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) { return w.Synced(), nil }) == nil {
-			debug.FreeOSMemory()
-		}
-	}()
+	go freeAfterSync(ctx, w.Synced)
 	if *reloadInterval > 0 {
 		r, err := reload.New(reload.Options{Path: *configPath, Interval: *reloadInterval, Current: cfg, Controller: ctrl, Logger: logger, Registerer: reg,
 			Compile: func(path string, data []byte) (*config.Config, *rules.Set, error) {
