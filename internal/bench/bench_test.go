@@ -44,8 +44,16 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("measured %d sizes, want 2", len(report.Sizes))
 	}
 	for _, s := range report.Sizes {
-		if s.Sync <= 0 || s.BareList <= 0 || s.Memory.RSS <= 0 || s.Memory.Heap <= 0 {
+		if s.Sync <= 0 || s.SyncPaged <= 0 || s.BareList <= 0 || s.Memory.RSS <= 0 || s.Memory.Heap <= 0 ||
+			s.APIServer.List.Allocated <= 0 || s.APIServer.StartPaged.Allocated <= 0 || s.APIServer.StartStreaming.Allocated <= 0 {
 			t.Errorf("size %d: missing figures %+v", s.Pods, s)
+		}
+		// herald lists pods as a watch's initial events (the streaming
+		// list), not as pages of LIST: client-go's reflector does when
+		// the decoder keeps the bookmark that ends them.
+		if s.APIServer.StartStreaming.PodLists != 0 || s.APIServer.StartPaged.PodLists == 0 || s.APIServer.List.PodLists == 0 {
+			t.Errorf("size %d: LISTs of pods: %d by herald's start, %d by its start with paged lists, %d by the bare LIST; want 0, some, some",
+				s.Pods, s.APIServer.StartStreaming.PodLists, s.APIServer.StartPaged.PodLists, s.APIServer.List.PodLists)
 		}
 	}
 	if report.RMax < 50 {

@@ -28,7 +28,7 @@ type heraldProc struct {
 	profiling bool
 }
 
-func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profiling bool) (*heraldProc, error) {
+func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profiling bool, env ...string) (*heraldProc, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profili
 		args = append(args, "--pprof")
 	}
 	h.cmd = exec.Command(bin, args...)
-	h.cmd.Env = procEnv(gomaxprocs)
+	h.cmd.Env = append(procEnv(gomaxprocs), env...)
 	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	h.started = time.Now()
@@ -199,18 +199,7 @@ func metricValue(page, name string) float64 {
 }
 
 // cpuSeconds is the user+system CPU time herald's process has used.
-func (h *heraldProc) cpuSeconds() (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses and may
-	// hold spaces: state is field 3, utime 14, stime 15.
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
-}
+func (h *heraldProc) cpuSeconds() (float64, error) { return processCPU(h.cmd.Process.Pid) }
 
 // saveProfile writes one of herald's pprof endpoints to path; a failure
 // is logged, as the measurement goes on without it.

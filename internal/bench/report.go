@@ -51,7 +51,17 @@ type SizeResult struct {
 	Pods     int     `json:"pods"`
 	BareList float64 `json:"bare_list_seconds"` // a paginated LIST of every pod
 	Sync     float64 `json:"herald_sync_seconds"`
-	Memory   Memory  `json:"memory"`
+	// SyncPaged is herald's sync with client-go's streaming list off
+	// (KUBE_FEATURE_WatchListClient=false): pages of LIST, then a watch.
+	SyncPaged float64 `json:"herald_sync_paged_seconds"`
+	Memory    Memory  `json:"memory"`
+	// APIServer is what the bare LIST and herald's two starts cost the
+	// API server.
+	APIServer struct {
+		List           APIServerCost `json:"bare_list"`
+		StartPaged     APIServerCost `json:"herald_start_paged"`
+		StartStreaming APIServerCost `json:"herald_start_streaming"`
+	} `json:"apiserver"`
 }
 
 // ChurnResult is one offered rate, on the floor and through herald.
@@ -152,6 +162,19 @@ func (r *Report) Table(w io.Writer) {
 		m := s.Memory
 		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f×\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t\n", s.Pods, s.BareList, s.Sync, s.Sync/s.BareList,
 			mb(m.RSS), mb(m.RSSAnon), mb(m.RSSFile), mb(m.PeakRSS), mb(m.Heap), float64(m.RSS)/float64(s.Pods), float64(m.Heap)/float64(s.Pods))
+	}
+	tw.Flush()
+	fmt.Fprint(w, "\nwhat herald's start cost the API server, beside a bare LIST (RSS: the first measured pays for what the next finds mapped)\n\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pods	\tCPU s	allocated MB	RSS +MB	pod LISTs	sync s	")
+	for _, s := range r.Sizes {
+		for _, c := range []struct {
+			what string
+			cost APIServerCost
+			secs float64
+		}{{"bare LIST", s.APIServer.List, s.BareList}, {"herald, paged lists", s.APIServer.StartPaged, s.SyncPaged}, {"herald, streaming list", s.APIServer.StartStreaming, s.Sync}} {
+			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.1f\t%.1f\t%d\t%.2f\t\n", s.Pods, c.what, c.cost.CPUSeconds, mb(c.cost.Allocated), mb(c.cost.PeakRSSGrowth), c.cost.PodLists, c.secs)
+		}
 	}
 	tw.Flush()
 	if len(r.Sizes) >= 2 {
