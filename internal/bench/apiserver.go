@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-k8s/herald/internal/testenv"
 )
 
 // APIServerCost is what one operation cost the API server: its CPU, the
@@ -23,19 +25,59 @@ type APIServerCost struct {
 	PodLists      int     `json:"pod_lists"`
 }
 
-// apiserverProbe measures the API server process pid while an operation
+// apiserverProbe measures the API server process while an operation
 // runs: CPU from /proc (user + system), allocation and requests from its
-// own /metrics, RSS sampled every 20 ms. RSS is the weakest of the four:
-// a Go heap grown by an earlier operation is reused before RSS grows
-// again, so the operation measured first pays for what the next one
-// finds already mapped; the allocation does not depend on the order.
+// own /metrics, RSS sampled every 20 ms. Each operation is measured on a
+// freshly started API server (etcd keeps the objects), its pods' watch
+// cache filled again: a Go heap grown by an earlier operation would be
+// reused before RSS grows, and the operation measured first would pay
+// for what the next one found already mapped.
 type apiserverProbe struct {
-	pid    int
+	env    *testenv.Env
 	client kubernetes.Interface
 }
 
+// fresh restarts the API server and waits until its pods' watch cache
+// is filled, as after a control plane's rolling restart.
+func (p apiserverProbe) fresh(ctx context.Context) error {
+	p.env.StopAPIServer()
+	if err := p.env.StartAPIServer(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		page, err := p.metrics(ctx)
+		if err == nil && watchCacheReady(page, "pods") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the restarted API server's pods watch cache was not filled within 2 min (%v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// watchCacheReady says whether the page counts an initialization of the
+// resource's watch cache.
+func watchCacheReady(page, resource string) bool {
+	for line := range strings.Lines(page) {
+		if strings.HasPrefix(line, "apiserver_watch_cache_initializations_total{") && strings.Contains(line, `resource="`+resource+`"`) {
+			return !strings.HasSuffix(strings.TrimSpace(line), " 0")
+		}
+	}
+	return false
+}
+
 func (p apiserverProbe) measure(ctx context.Context, op func() error) (APIServerCost, error) {
-	cpu0, err := processCPU(p.pid)
+	if err := p.fresh(ctx); err != nil {
+		return APIServerCost{}, err
+	}
+	pid := p.env.PIDs()[0]
+	cpu0, err := processCPU(pid)
 	if err != nil {
 		return APIServerCost{}, err
 	}
@@ -43,7 +85,7 @@ func (p apiserverProbe) measure(ctx context.Context, op func() error) (APIServer
 	if err != nil {
 		return APIServerCost{}, err
 	}
-	rss0 := processRSS(p.pid)
+	rss0 := processRSS(pid)
 	var peak int64
 	var mu sync.Mutex
 	stop := make(chan struct{})
@@ -53,7 +95,7 @@ func (p apiserverProbe) measure(ctx context.Context, op func() error) (APIServer
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if r := processRSS(p.pid); r > 0 {
+			if r := processRSS(pid); r > 0 {
 				mu.Lock()
 				peak = max(peak, r)
 				mu.Unlock()
@@ -71,7 +113,7 @@ func (p apiserverProbe) measure(ctx context.Context, op func() error) (APIServer
 	if opErr != nil {
 		return APIServerCost{}, opErr
 	}
-	cpu1, err := processCPU(p.pid)
+	cpu1, err := processCPU(pid)
 	if err != nil {
 		return APIServerCost{}, err
 	}

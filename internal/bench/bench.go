@@ -177,7 +177,7 @@ func (r *run) size(ctx context.Context, n int) error {
 	}
 	r.pods.grow(n)
 	res := SizeResult{Pods: n}
-	probe := apiserverProbe{pid: r.env.PIDs()[0], client: r.client}
+	probe := apiserverProbe{env: r.env, client: r.client}
 	pages := 0
 	var err error
 	res.APIServer.List, err = probe.measure(ctx, func() error {

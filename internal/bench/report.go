@@ -164,7 +164,7 @@ func (r *Report) Table(w io.Writer) {
 			mb(m.RSS), mb(m.RSSAnon), mb(m.RSSFile), mb(m.PeakRSS), mb(m.Heap), float64(m.RSS)/float64(s.Pods), float64(m.Heap)/float64(s.Pods))
 	}
 	tw.Flush()
-	fmt.Fprint(w, "\nwhat herald's start cost the API server, beside a bare LIST (RSS: the first measured pays for what the next finds mapped)\n\n")
+	fmt.Fprint(w, "\nwhat herald's start cost the API server, beside a bare LIST (each on a freshly restarted API server)\n\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "pods	\tCPU s	allocated MB	RSS +MB	pod LISTs	sync s	")
 	for _, s := range r.Sizes {
