@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -258,6 +259,19 @@ type Latency struct {
 	P99  float64 `json:"p99_ms"`
 	P999 float64 `json:"p999_ms"`
 	Max  float64 `json:"max_ms"`
+}
+
+// MarshalJSON writes a step with nothing delivered (its percentiles NaN,
+// which JSON cannot hold) as null percentiles, rather than failing the
+// whole report at its end.
+func (l Latency) MarshalJSON() ([]byte, error) {
+	v := func(f float64) any {
+		if math.IsNaN(f) {
+			return nil
+		}
+		return f
+	}
+	return json.Marshal(map[string]any{"p50_ms": v(l.P50), "p99_ms": v(l.P99), "p999_ms": v(l.P999), "max_ms": v(l.Max)})
 }
 
 // summary returns the latency percentiles and the delivered, missed,
