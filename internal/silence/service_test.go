@@ -64,46 +64,36 @@ func TestPodsExplainTheirServicesEmptyEndpoints(t *testing.T) {
 	}
 }
 
-// TestExpiringExplainsNotReady: a certificate near its end that also
-// fails to renew is one alert, the expiring one (it carries cert-manager's
-// reason); another certificate's expiry mutes nothing.
-func TestExpiringExplainsNotReady(t *testing.T) {
-	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	m := NewMuter("herald", slog.New(slog.DiscardHandler))
-	m.Configure(&config.Config{})
-	m.Watch(cached{})
-	cert := func(id, reason, name string) *incident.Incident {
-		return &incident.Incident{ID: id, Fingerprint: id, Rule: "r-" + id, Reason: reason,
-			Object: rules.ObjectRef{Kind: "Certificate", Namespace: "shop", Name: name}}
-	}
-	expiring := cert("e", "CertificateExpiring", "shop-tls")
-	open := openSet{all: map[string]*incident.Incident{"e": expiring}, byReason: map[string]map[string]*incident.Incident{"CertificateExpiring": {"e": expiring}}}
-	if mute, ok := m.Mute(cert("n", "CertificateNotReady", "shop-tls"), open, now); !ok || mute.Source != "e" {
-		t.Errorf("not ready while expiring: muted %v by %q", ok, mute.By)
-	}
-	if mute, ok := m.Mute(cert("o", "CertificateNotReady", "api-tls"), open, now); ok {
-		t.Errorf("another certificate muted by %q", mute.By)
-	}
-}
-
-// TestAlmostFullExplainsFillingUp: a claim's critical VolumeAlmostFull
-// mutes its own VolumeFillingUp (the same volume, said louder), not
-// another claim's.
-func TestAlmostFullExplainsFillingUp(t *testing.T) {
-	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	m := NewMuter("herald", slog.New(slog.DiscardHandler))
-	m.Configure(&config.Config{})
-	m.Watch(cached{})
-	claim := func(id, reason, name string) *incident.Incident {
-		return &incident.Incident{ID: id, Fingerprint: id, Rule: "volume-filling", Reason: reason,
-			Object: rules.ObjectRef{Kind: "PersistentVolumeClaim", Namespace: "shop", Name: name}}
-	}
-	full := claim("f", "VolumeAlmostFull", "pgdata")
-	open := openSet{all: map[string]*incident.Incident{"f": full}, byReason: map[string]map[string]*incident.Incident{"VolumeAlmostFull": {"f": full}}}
-	if mute, ok := m.Mute(claim("w", "VolumeFillingUp", "pgdata"), open, now); !ok || mute.Source != "f" {
-		t.Errorf("filling up while almost full: muted %v by %q", ok, mute.By)
-	}
-	if mute, ok := m.Mute(claim("o", "VolumeFillingUp", "logs"), open, now); ok {
-		t.Errorf("another claim muted by %q", mute.By)
+// TestOneObjectsLouderAlertSpeaks: the built-in inhibitions where one
+// incident of an object says what another of the same object says, and
+// more — a certificate near its end that also fails to renew (the
+// expiring alert carries cert-manager's reason), a claim almost full
+// that was filling up (the critical alert) — mute the other on that
+// object only.
+func TestOneObjectsLouderAlertSpeaks(t *testing.T) {
+	for _, tt := range []struct {
+		name, kind, source, target string
+	}{
+		{"an expiring certificate explains its not being ready", "Certificate", "CertificateExpiring", "CertificateNotReady"},
+		{"a volume almost full explains its filling up", "PersistentVolumeClaim", "VolumeAlmostFull", "VolumeFillingUp"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+			m := NewMuter("herald", slog.New(slog.DiscardHandler))
+			m.Configure(&config.Config{})
+			m.Watch(cached{})
+			of := func(id, reason, name string) *incident.Incident {
+				return &incident.Incident{ID: id, Fingerprint: id, Rule: "r-" + id, Reason: reason,
+					Object: rules.ObjectRef{Kind: tt.kind, Namespace: "shop", Name: name}}
+			}
+			source := of("s", tt.source, "one")
+			open := openSet{all: map[string]*incident.Incident{"s": source}, byReason: map[string]map[string]*incident.Incident{tt.source: {"s": source}}}
+			if mute, ok := m.Mute(of("t", tt.target, "one"), open, now); !ok || mute.Source != "s" {
+				t.Errorf("%s while %s: muted %v by %q", tt.target, tt.source, ok, mute.By)
+			}
+			if mute, ok := m.Mute(of("o", tt.target, "another"), open, now); ok {
+				t.Errorf("another %s muted by %q", tt.kind, mute.By)
+			}
+		})
 	}
 }
