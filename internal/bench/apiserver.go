@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -77,17 +76,12 @@ func (p apiserverProbe) measure(ctx context.Context, op func() error) (APIServer
 		return APIServerCost{}, err
 	}
 	pid := p.env.PIDs()[0]
-	cpu0, err := processCPU(pid)
-	if err != nil {
-		return APIServerCost{}, err
-	}
-	page0, err := p.metrics(ctx)
+	cpu0, page0, err := p.read(ctx, pid)
 	if err != nil {
 		return APIServerCost{}, err
 	}
 	rss0 := processRSS(pid)
-	var peak int64
-	var mu sync.Mutex
+	var peak int64 // the sampler's; read after it has ended (sampled)
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -95,11 +89,7 @@ func (p apiserverProbe) measure(ctx context.Context, op func() error) (APIServer
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if r := processRSS(pid); r > 0 {
-				mu.Lock()
-				peak = max(peak, r)
-				mu.Unlock()
-			}
+			peak = max(peak, processRSS(pid))
 			select {
 			case <-stop:
 				return
@@ -113,11 +103,7 @@ func (p apiserverProbe) measure(ctx context.Context, op func() error) (APIServer
 	if opErr != nil {
 		return APIServerCost{}, opErr
 	}
-	cpu1, err := processCPU(pid)
-	if err != nil {
-		return APIServerCost{}, err
-	}
-	page1, err := p.metrics(ctx)
+	cpu1, page1, err := p.read(ctx, pid)
 	if err != nil {
 		return APIServerCost{}, err
 	}
@@ -127,6 +113,15 @@ func (p apiserverProbe) measure(ctx context.Context, op func() error) (APIServer
 		PeakRSSGrowth: max(peak-rss0, 0),
 		PodLists:      int(podLists(page1) - podLists(page0)),
 	}, nil
+}
+
+// read is the API server's CPU time so far and its /metrics page.
+func (p apiserverProbe) read(ctx context.Context, pid int) (cpu float64, page string, err error) {
+	if cpu, err = processCPU(pid); err != nil {
+		return 0, "", err
+	}
+	page, err = p.metrics(ctx)
+	return cpu, page, err
 }
 
 func (p apiserverProbe) metrics(ctx context.Context) (string, error) {

@@ -182,10 +182,7 @@ func (h *heraldProc) status() (map[string]int64, error) {
 }
 
 // rss is herald's resident set size now (0 if it cannot be read).
-func (h *heraldProc) rss() int64 {
-	s, _ := h.status()
-	return s["VmRSS"]
-}
+func (h *heraldProc) rss() int64 { return processRSS(h.cmd.Process.Pid) }
 
 // metricValue reads one unlabelled sample from a Prometheus text page.
 func metricValue(page, name string) float64 {
