@@ -122,9 +122,7 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 		} else {
 			err = l.Sink.(BatchSender).SendBatch(ctx, ns)
 		}
-		if err == nil && !batch[0].refresh {
-			sent(len(ns))
-		} else {
+		if err != nil || batch[0].refresh {
 			sent(0)
 		}
 		d.metrics.SendSeconds.WithLabelValues(name).Observe(time.Since(start).Seconds())
@@ -146,6 +144,10 @@ func (d *Dispatcher) deliver(ctx context.Context, l *lane, batch []queued) {
 					d.delivered(n, name)
 				}
 			}
+			// Counted for the gate only now that the tracker holds them:
+			// a ledger save that began in between would otherwise count
+			// them as recorded without writing them.
+			sent(len(ns))
 			return
 		}
 		if errors.Is(err, fence.ErrExpired) {

@@ -142,3 +142,31 @@ func TestReplaceSinks(t *testing.T) {
 		t.Errorf("new sink got %v", got)
 	}
 }
+
+// TestGateCountsADeliveryOnceTheTrackerHasIt: the ledger lag gate counts
+// a delivery only after the tracker was told of it. Counted before, a
+// ledger save starting in between would mark it recorded without
+// writing it, and a failover would repeat more than the gate allows.
+func TestGateCountsADeliveryOnceTheTrackerHasIt(t *testing.T) {
+	lag, err := incident.NewLedgerLag(10, time.Hour, incident.LagPause, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &flakySink{name: "a", done: make(chan struct{})}
+	d := NewDispatcher(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, LaneOptions{Sink: s})
+	d.GateOn(lag)
+	var countedWhenTold = uint64(99)
+	d.OnDelivered(func(incident.Notification, string) { countedWhenTold = lag.Mark() })
+	n := incident.Notification{Incident: incident.Incident{ID: "x", Sinks: []string{"a"}}, Seq: 1}
+	if err := d.Dispatch(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d.Run(context.Background()) // returns once the queue is drained
+	if countedWhenTold != 0 {
+		t.Errorf("the gate had counted %d deliveries when the tracker was told of the first, want 0", countedWhenTold)
+	}
+	if got := lag.Mark(); got != 1 {
+		t.Errorf("the gate counted %d deliveries, want 1", got)
+	}
+}

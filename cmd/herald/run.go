@@ -163,7 +163,12 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	registerStartOvers(reg, os.Getenv(startOversEnv))
 	var store incident.Store = &incident.MemoryStore{}
 	if !*noPersist {
-		store = incident.NewConfigMapStore(typed, *namespace, cfg.Incidents.LedgerName)
+		ledgerClient, err := newLedgerClient(restCfg)
+		if err != nil {
+			logger.Error("herald run", "error", err)
+			return 1
+		}
+		store = incident.NewConfigMapStore(ledgerClient, *namespace, cfg.Incidents.LedgerName)
 	}
 	w := watcher.New(clients, 0, logger)
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)

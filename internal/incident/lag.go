@@ -45,6 +45,11 @@ type LedgerLag struct {
 	inFlight  int         // sends allowed and not yet answered
 	paused    bool
 	changed   chan struct{}
+	// urge asks the ledger writer for a save now, rather than at its next
+	// tick: once half the limit is unrecorded, so that the save lands
+	// before the gate closes. Without it, a storm faster than the limit a
+	// second (50/s by default) paused every sink until the tick.
+	urge chan struct{}
 }
 
 // NewLedgerLag makes a gate. onPause may be nil.
@@ -58,7 +63,7 @@ func NewLedgerLag(maxUnrecorded int, maxAge time.Duration, policy LagPolicy, onP
 	if onPause == nil {
 		onPause = func(string) {}
 	}
-	return &LedgerLag{maxUnrecorded: maxUnrecorded, maxAge: maxAge, policy: policy, now: time.Now, onPause: onPause, changed: make(chan struct{})}, nil
+	return &LedgerLag{maxUnrecorded: maxUnrecorded, maxAge: maxAge, policy: policy, now: time.Now, onPause: onPause, changed: make(chan struct{}), urge: make(chan struct{}, 1)}, nil
 }
 
 // Acquire waits until n deliveries may start (policy pause), or ctx ends.
@@ -78,6 +83,9 @@ func (l *LedgerLag) Acquire(ctx context.Context, n int) (done func(delivered int
 		if !l.paused {
 			l.paused = true
 			l.onPause(why)
+		}
+		if len(l.at) > 0 {
+			l.askForSave()
 		}
 		changed := l.changed
 		// The oldest delivery's age only grows: a save is what moves
@@ -106,6 +114,9 @@ func (l *LedgerLag) Acquire(ctx context.Context, n int) (done func(delivered int
 			for range delivered {
 				l.delivered++
 				l.at = append(l.at, now)
+			}
+			if 2*len(l.at) >= l.maxUnrecorded {
+				l.askForSave()
 			}
 			l.signal()
 		})
@@ -169,6 +180,23 @@ func (l *LedgerLag) Paused() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.paused
+}
+
+// Urged is told when the gate wants the ledger written before the next
+// tick (nil for a nil gate, which never asks).
+func (l *LedgerLag) Urged() <-chan struct{} {
+	if l == nil {
+		return nil
+	}
+	return l.urge
+}
+
+// askForSave tells Urged, unless it was told already and not yet heard.
+func (l *LedgerLag) askForSave() {
+	select {
+	case l.urge <- struct{}{}:
+	default:
+	}
 }
 
 func (l *LedgerLag) signal() {

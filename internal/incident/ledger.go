@@ -49,8 +49,15 @@ func (m *MemoryStore) Save(_ context.Context, incs []Incident) error {
 }
 
 // FlushInterval bounds how often the ledger is written: changes within it
-// are batched into one write.
+// are batched into one write. The ledger lag gate may ask for a write
+// sooner (LedgerLag.Urged), but never more often than MinFlushGap.
 const FlushInterval = time.Second
+
+// MinFlushGap is the least time between two ledger writes the gate asked
+// for: at most ten writes a second, whatever the storm. With the default
+// gate of 50 unrecorded deliveries, that lets 500 notifications a second
+// through.
+const MinFlushGap = 100 * time.Millisecond
 
 // Persist writes the tracker's state to store whenever it changed, at most
 // once per FlushInterval, until ctx ends. A failed write is logged and
@@ -62,6 +69,10 @@ const FlushInterval = time.Second
 // unless ctx's cause is ErrFenced (the lease was lost): then the write in
 // flight is abandoned and nothing more is written.
 func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics) error {
+	return persist(ctx, t, store, logger, m, FlushInterval)
+}
+
+func persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics, every time.Duration) error {
 	var saved uint64
 	flush := func(ctx context.Context) error {
 		if t.Version() == saved {
@@ -89,12 +100,48 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 		}
 		return nil
 	}
-	tick := time.NewTicker(FlushInterval)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
+	urged := m.lag().Urged()
+	var last time.Time   // when the last write began
+	var held *time.Timer // an urged write waiting out MinFlushGap
+	heldC := func() <-chan time.Time {
+		if held == nil {
+			return nil
+		}
+		return held.C
+	}
+	write := func() error {
+		if held != nil {
+			held.Stop()
+			held = nil
+		}
+		last = time.Now()
+		return flush(ctx)
+	}
+	defer func() {
+		if held != nil {
+			held.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-tick.C:
-			if err := flush(ctx); err != nil {
+			if err := write(); err != nil {
+				return err
+			}
+		case <-urged:
+			if wait := MinFlushGap - time.Since(last); wait > 0 {
+				if held == nil {
+					held = time.NewTimer(wait)
+				}
+				continue
+			}
+			if err := write(); err != nil {
+				return err
+			}
+		case <-heldC():
+			if err := write(); err != nil {
 				return err
 			}
 		case <-ctx.Done():

@@ -39,6 +39,25 @@ func (s *recordingStore) count() int {
 	return s.saves
 }
 
+// startStore notes when each save began.
+type startStore struct {
+	recordingStore
+	began []time.Time
+}
+
+func (s *startStore) Save(ctx context.Context, incs []Incident) error {
+	s.mu.Lock()
+	s.began = append(s.began, time.Now())
+	s.mu.Unlock()
+	return s.recordingStore.Save(ctx, incs)
+}
+
+func (s *startStore) starts() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.began...)
+}
+
 // changed makes the tracker's state differ from what was last saved.
 func changed(tr *Tracker, i int) {
 	tr.Reconcile(fmt.Sprintf("Pod/shop/web-%d", i), []rules.Finding{finding(fmt.Sprintf("u%d", i), "app", false, "3")})
@@ -95,5 +114,98 @@ func TestPersistNeverRetriesAConflict(t *testing.T) {
 	}
 	if store.count() != 1 || conflicts != 1 || failures != 0 {
 		t.Errorf("%d saves, %d conflicts, %d failures counted; want 1, 1, 0", store.count(), conflicts, failures)
+	}
+}
+
+// TestPersistWritesWhenTheGateFills: once half the ledger lag gate's
+// limit is delivered and unrecorded, the ledger is written at once, not
+// at the next tick (an hour away here), so a storm faster than the limit
+// a tick does not pause the sinks; and urged writes keep MinFlushGap
+// apart.
+func TestPersistWritesWhenTheGateFills(t *testing.T) {
+	tr := NewTracker(Options{})
+	store := &startStore{recordingStore: recordingStore{saved: make(chan struct{}, 16)}}
+	lag, err := NewLedgerLag(4, time.Hour, LagPause, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- persist(ctx, tr, store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: lag}, time.Hour)
+	}()
+	deliver := func(i int) {
+		t.Helper()
+		changed(tr, i)
+		sent, err := lag.Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent(1)
+	}
+	written := func(what string) {
+		t.Helper()
+		select {
+		case <-store.saved:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the ledger was not written", what)
+		}
+	}
+
+	deliver(1)
+	select {
+	case <-store.saved:
+		t.Fatal("the ledger was written with one delivery of four unrecorded: the gate asks only from half its limit")
+	default:
+	}
+	deliver(2)
+	written("two of four deliveries unrecorded")
+	if n, _ := lag.Unrecorded(); n != 0 {
+		t.Errorf("%d deliveries unrecorded after the write, want 0", n)
+	}
+	deliver(3)
+	deliver(4)
+	written("two more unrecorded")
+	// The gap is counted from just before each save is entered; half of
+	// it allows for the moments between the two on a busy machine.
+	if starts := store.starts(); len(starts) != 2 || starts[1].Sub(starts[0]) < MinFlushGap/2 {
+		t.Errorf("urged writes began at %v, want 2 at least %s apart", starts, MinFlushGap)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPersistWritesWhenSendsPause: a send held by the gate asks for a
+// write even below half its limit (here most of the limit is in flight),
+// and goes once the write records what was delivered.
+func TestPersistWritesWhenSendsPause(t *testing.T) {
+	tr := NewTracker(Options{})
+	store := &recordingStore{saved: make(chan struct{}, 16)}
+	lag, err := NewLedgerLag(4, time.Hour, LagPause, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = persist(ctx, tr, store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: lag}, time.Hour) }()
+
+	if _, err := lag.Acquire(ctx, 2); err != nil { // a digest of two, in flight throughout
+		t.Fatal(err)
+	}
+	changed(tr, 1)
+	sent, err := lag.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent(1) // one of four unrecorded: no write asked for yet
+	held, cancelHeld := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelHeld()
+	if _, err := lag.Acquire(held, 2); err != nil {
+		t.Fatalf("a send held by the gate did not go (%v): the ledger was not written while it waited", err)
+	}
+	if store.count() != 1 {
+		t.Errorf("%d writes, want 1", store.count())
 	}
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// TestLedgerClientIsNotThrottled: the ledger's client takes no part in
+// client-go's client-side rate limit, even when the configuration asks
+// for one. Throttled (5/s, burst 10), 40 writes take 6 s; the gate then
+// holds every sink behind the ledger (docs/operations.md).
+func TestLedgerClientIsNotThrottled(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"herald-ledger","namespace":"default","resourceVersion":"1"}}`))
+	}))
+	defer srv.Close()
+	client, err := newLedgerClient(&rest.Config{Host: srv.URL, QPS: 5, Burst: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	for i := range 40 {
+		if _, err := client.GetConfigMap(ctx, "default", "herald-ledger"); err != nil {
+			t.Fatalf("request %d after %s: %v (the ledger's requests are throttled)", i+1, time.Since(start).Round(time.Millisecond), err)
+		}
+	}
+	if n := requests.Load(); n != 40 {
+		t.Errorf("the API server saw %d requests, want 40", n)
+	}
+}
