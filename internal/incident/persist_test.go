@@ -189,7 +189,9 @@ func TestPersistWritesWhenSendsPause(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = persist(ctx, tr, store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: lag}, time.Hour) }()
+	go func() {
+		_ = persist(ctx, tr, store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: lag}, time.Hour)
+	}()
 
 	if _, err := lag.Acquire(ctx, 2); err != nil { // a digest of two, in flight throughout
 		t.Fatal(err)
