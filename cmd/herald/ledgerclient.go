@@ -2,21 +2,28 @@ package main
 
 import (
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/herald-k8s/herald/internal/kube"
 )
 
-// newLedgerClient is the incident ledger's own Kubernetes client, without
-// client-go's client-side rate limit. Shared, that limit (5 requests a
-// second, burst 10) held a save of a few shards and its claim to about
-// one a second, and the ledger lag gate held every sink behind it: herald
-// delivered about 50 notifications a second, whatever the sinks could
-// take. The ledger's own rhythm bounds what it asks of the API server:
-// at most one save per incident.MinFlushGap, each writing the claim and
-// the shards that changed, and the API server's priority and fairness
-// still applies.
+// The ledger's own client-side rate limit. client-go's default (5
+// requests a second, burst 10), shared with the lease and the rest, held
+// a save of a few shards and its claim to about one a second, and the
+// ledger lag gate held every sink behind it: herald delivered about 50
+// notifications a second, whatever the sinks could take. Its own limit
+// still bounds what the ledger asks of the API server and etcd: at most
+// 50 writes a second, each of at most MaxShardBytes (900 KiB).
+const (
+	ledgerQPS   = 50
+	ledgerBurst = 100
+)
+
+// newLedgerClient is the incident ledger's own Kubernetes client, with
+// its own rate limit.
 func newLedgerClient(restCfg *rest.Config) (*kube.Client, error) {
 	own := rest.CopyConfig(restCfg)
-	own.QPS, own.Burst = -1, 0
+	own.QPS, own.Burst = ledgerQPS, ledgerBurst
+	own.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(ledgerQPS, ledgerBurst)
 	return kube.New(own)
 }

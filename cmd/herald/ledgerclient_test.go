@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// TestLedgerClientIsNotThrottled: the ledger's client takes no part in
-// client-go's client-side rate limit, even when the configuration asks
-// for one. Throttled (5/s, burst 10), 40 writes take 6 s; the gate then
-// holds every sink behind the ledger (docs/operations.md).
-func TestLedgerClientIsNotThrottled(t *testing.T) {
+// TestLedgerClientHasItsOwnLimit: the ledger's client is held to its own
+// rate limit (50/s, burst 100), not to the configuration's (here client-
+// go's default, 5/s, burst 10: 40 writes would take 6 s, and the gate
+// then holds every sink behind the ledger), nor to none.
+func TestLedgerClientHasItsOwnLimit(t *testing.T) {
 	t.Parallel()
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -38,5 +38,15 @@ func TestLedgerClientIsNotThrottled(t *testing.T) {
 	}
 	if n := requests.Load(); n != 40 {
 		t.Errorf("the API server saw %d requests, want 40", n)
+	}
+	// 110 more: from a full bucket of 100, 150 requests take at least a
+	// second at 50 a second.
+	for i := range 110 {
+		if _, err := client.GetConfigMap(context.Background(), "default", "herald-ledger"); err != nil {
+			t.Fatalf("request %d: %v", 41+i, err)
+		}
+	}
+	if took := time.Since(start); took < 950*time.Millisecond {
+		t.Errorf("150 requests in %s: the ledger's client is not held to %d a second past a burst of %d", took, ledgerQPS, ledgerBurst)
 	}
 }

@@ -168,7 +168,12 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 			logger.Error("herald run", "error", err)
 			return 1
 		}
-		store = incident.NewConfigMapStore(ledgerClient, *namespace, cfg.Incidents.LedgerName)
+		ledger := incident.NewConfigMapStore(ledgerClient, *namespace, cfg.Incidents.LedgerName)
+		ledgerBytes := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_written_bytes_total",
+			Help: "Bytes of ledger shards written to the API server (and so to etcd)."})
+		reg.MustRegister(ledgerBytes)
+		ledger.CountBytes(func(n int) { ledgerBytes.Add(float64(n)) })
+		store = ledger
 	}
 	w := watcher.New(clients, 0, logger)
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
@@ -231,7 +236,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	isLeader := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_leader", Help: "1 while this replica holds the lease and notifies."})
-	ledgerWrites := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_writes_total", Help: "Ledger writes (each batches the changes of up to a second)."})
+	ledgerWrites := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_writes_total", Help: "Ledger writes (each batches the changes since the last: up to a second, less while deliveries wait to be recorded)."})
 	ledgerFailures := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_write_errors_total", Help: "Ledger writes that failed (retried at the next tick)."})
 	ledgerConflicts := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_write_conflicts_total", Help: "Ledger writes refused because another replica wrote the ledger since this one read it (this replica then stops leading; never retried)."})
 	ledgerSize := prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_ledger_incidents", Help: "Incidents in the ledger at the last write (open and retained resolved)."})

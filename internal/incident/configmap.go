@@ -75,7 +75,13 @@ type ConfigMapStore struct {
 	calls   uint64                      // encode calls so far
 	archive *archive
 	gen     uint64 // generation of the last save, or the newest loaded
+
+	putBytes func(n int) // told the bytes of every shard written (CountBytes)
 }
+
+// CountBytes makes the store tell f the size of the data of every shard
+// it writes (herald_ledger_written_bytes_total). Call before Save.
+func (s *ConfigMapStore) CountBytes(f func(n int)) { s.putBytes = f }
 
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {

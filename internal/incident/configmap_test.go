@@ -153,6 +153,8 @@ func ledgerConditional(t *testing.T, typed *kube.Client) {
 func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
 	ctx := context.Background()
 	store := NewConfigMapStore(typed, "default", "herald-ledger")
+	var put int
+	store.CountBytes(func(n int) { put += n })
 	incs := realisticIncidents(20000)
 	if err := store.Save(ctx, incs); err != nil {
 		t.Fatal(err)
@@ -170,6 +172,9 @@ func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Clie
 		}
 	}
 	t.Logf("20000 incidents: %d shards, %d bytes, %d bytes per incident", len(cms.Items), total, total/20000)
+	if put != total {
+		t.Errorf("the store counted %d bytes written, the shards hold %d", put, total)
+	}
 
 	loaded, err := NewConfigMapStore(typed, "default", "herald-ledger").Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
 	if err != nil || len(loaded) != 20000 {

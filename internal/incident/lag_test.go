@@ -92,3 +92,31 @@ func TestLedgerLagPausesAtTheLimit(t *testing.T) {
 		t.Errorf("policy send: %d unrecorded, want 5 (counted, not held)", n)
 	}
 }
+
+// TestLedgerLagAsksForAWriteAtHalfItsLimit: the gate asks the ledger
+// writer for a write once half its limit is unrecorded, not before.
+func TestLedgerLagAsksForAWriteAtHalfItsLimit(t *testing.T) {
+	lag, err := NewLedgerLag(4, time.Hour, LagPause, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver := func() {
+		sent, err := lag.Acquire(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent(1)
+	}
+	deliver()
+	select {
+	case <-lag.Urged():
+		t.Fatal("asked for a write with one delivery of four unrecorded")
+	default:
+	}
+	deliver()
+	select {
+	case <-lag.Urged():
+	default:
+		t.Fatal("did not ask for a write with two deliveries of four unrecorded")
+	}
+}

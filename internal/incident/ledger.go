@@ -53,17 +53,19 @@ func (m *MemoryStore) Save(_ context.Context, incs []Incident) error {
 // sooner (LedgerLag.Urged), but never more often than MinFlushGap.
 const FlushInterval = time.Second
 
-// MinFlushGap is the least time between two ledger writes the gate asked
-// for: at most ten writes a second, whatever the storm. With the default
-// gate of 50 unrecorded deliveries, that lets 500 notifications a second
-// through.
+// MinFlushGap is the least time between two ledger writes: at most ten
+// a second, however often the gate asks. With the default gate of 50
+// unrecorded deliveries, that lets 500 notifications a second through.
 const MinFlushGap = 100 * time.Millisecond
 
-// Persist writes the tracker's state to store whenever it changed, at most
-// once per FlushInterval, until ctx ends. A failed write is logged and
-// retried at the next tick, but a conflict (ErrConflict: another replica
-// wrote the ledger, so it leads) is logged, counted and returned at once,
-// never retried: the caller stops leading.
+// Persist writes the tracker's state to store whenever it changed: once
+// per FlushInterval, and sooner when the ledger lag gate asks
+// (LedgerLag.Urged), never within MinFlushGap of the last write, until
+// ctx ends. A failed write is logged and retried at the next tick (not
+// at the gate's asking: a failing store is not hammered), but a conflict
+// (ErrConflict: another replica wrote the ledger, so it leads) is
+// logged, counted and returned at once, never retried: the caller stops
+// leading.
 //
 // When ctx ends it writes once more, so a graceful stop loses nothing —
 // unless ctx's cause is ErrFenced (the lease was lost): then the write in
@@ -73,77 +75,48 @@ func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 }
 
 func persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics, every time.Duration) error {
-	var saved uint64
-	flush := func(ctx context.Context) error {
-		if t.Version() == saved {
-			return nil // nothing changed: not even a copy of the ledger is made
-		}
-		mark := m.lag().Mark() // what was delivered so far is in this save
-		n, version, err := save(ctx, t, store)
-		if err != nil {
-			if errors.Is(err, ErrConflict) {
-				logger.Error("the incident ledger was written by another replica; stopping, not overwriting it", "error", err)
-				m.conflicted()
-				return err
-			}
-			if ctx.Err() == nil {
-				logger.Error("writing the incident ledger failed; will retry", "error", err)
-				m.failed()
-			}
-			return nil
-		}
-		m.wrote(n)
-		m.lag().Recorded(mark)
-		saved = version
-		if m != nil {
-			m.Saved.set(version)
-		}
-		return nil
-	}
+	w := &ledgerWriter{t: t, store: store, logger: logger, m: m}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	urged := m.lag().Urged()
-	var last time.Time   // when the last write began
-	var held *time.Timer // an urged write waiting out MinFlushGap
-	heldC := func() <-chan time.Time {
-		if held == nil {
-			return nil
-		}
-		return held.C
-	}
-	write := func() error {
-		if held != nil {
-			held.Stop()
-			held = nil
-		}
-		last = time.Now()
-		return flush(ctx)
-	}
+	var held *time.Timer // a write waiting out MinFlushGap
 	defer func() {
 		if held != nil {
 			held.Stop()
 		}
 	}()
+	write := func() error {
+		if held != nil {
+			held.Stop()
+			held = nil
+		}
+		return w.flush(ctx)
+	}
+	// request writes now, or once MinFlushGap has passed since the last.
+	request := func() error {
+		if wait := MinFlushGap - time.Since(w.last); wait > 0 {
+			if held == nil {
+				held = time.NewTimer(wait)
+			}
+			return nil
+		}
+		return write()
+	}
 	for {
+		var heldC <-chan time.Time
+		if held != nil {
+			heldC = held.C
+		}
+		var err error
 		select {
 		case <-tick.C:
-			if err := write(); err != nil {
-				return err
-			}
+			err = request()
 		case <-urged:
-			if wait := MinFlushGap - time.Since(last); wait > 0 {
-				if held == nil {
-					held = time.NewTimer(wait)
-				}
-				continue
+			if !w.failing {
+				err = request()
 			}
-			if err := write(); err != nil {
-				return err
-			}
-		case <-heldC():
-			if err := write(); err != nil {
-				return err
-			}
+		case <-heldC:
+			err = write()
 		case <-ctx.Done():
 			if errors.Is(context.Cause(ctx), ErrFenced) {
 				logger.Warn("the incident ledger writer was fenced; what was not written is sent again by the next leader", "cause", context.Cause(ctx))
@@ -151,9 +124,60 @@ func persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 			}
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			return flush(final)
+			return w.flush(final)
+		}
+		if err != nil {
+			return err
 		}
 	}
+}
+
+// ledgerWriter is Persist's state between writes.
+type ledgerWriter struct {
+	t      *Tracker
+	store  Store
+	logger *slog.Logger
+	m      *LedgerMetrics
+
+	saved   uint64    // the tracker's version the last successful write holds
+	last    time.Time // when the last write began
+	failing bool      // the last write failed
+}
+
+// flush writes the tracker's state if it changed since the last
+// successful write. Only a conflict is returned.
+func (w *ledgerWriter) flush(ctx context.Context) error {
+	// Taken first: a delivery reaches the tracker before the gate counts
+	// it, so every delivery counted by mark is in the state read below —
+	// or, if that has not changed, in the last write.
+	mark := w.m.lag().Mark()
+	if w.t.Version() == w.saved {
+		w.m.lag().Recorded(mark)
+		return nil // nothing changed: not even a copy of the ledger is made
+	}
+	w.last = time.Now()
+	n, version, err := save(ctx, w.t, w.store)
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			w.logger.Error("the incident ledger was written by another replica; stopping, not overwriting it", "error", err)
+			w.m.conflicted()
+			return err
+		}
+		if ctx.Err() == nil {
+			w.logger.Error("writing the incident ledger failed; will retry", "error", err)
+			w.m.failed()
+		}
+		w.failing = true
+		return nil
+	}
+	w.failing = false
+	w.m.wrote(n)
+	w.m.lag().Recorded(mark)
+	w.saved = version
+	if w.m != nil {
+		w.m.Saved.set(version)
+	}
+	return nil
 }
 
 // save writes the tracker's state to store and says how many incidents

@@ -117,63 +117,150 @@ func TestPersistNeverRetriesAConflict(t *testing.T) {
 	}
 }
 
+// gateFixture runs persist with a gate of four deliveries and a tick of
+// every, for the tests of the gate's asking.
+type gateFixture struct {
+	t     *testing.T
+	tr    *Tracker
+	store *startStore
+	lag   *LedgerLag
+	ctx   context.Context
+}
+
+func newGateFixture(t *testing.T, every time.Duration, storeErr error) *gateFixture {
+	f := &gateFixture{t: t, tr: NewTracker(Options{}),
+		store: &startStore{recordingStore: recordingStore{saved: make(chan struct{}, 1000), err: storeErr}}}
+	var err error
+	if f.lag, err = NewLedgerLag(4, time.Hour, LagSend, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.ctx = ctx
+	done := make(chan error, 1)
+	go func() {
+		done <- persist(ctx, f.tr, f.store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: f.lag}, every)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return f
+}
+
+// deliver changes the tracker (as the tracker hears of a delivery) and
+// counts a delivery for the gate, in that order.
+func (f *gateFixture) deliver(i int) {
+	f.t.Helper()
+	f.changeAndCount(i, func() {})
+}
+
+// changeAndCount changes the tracker, runs between, then counts a
+// delivery.
+func (f *gateFixture) changeAndCount(i int, between func()) {
+	f.t.Helper()
+	sent, err := f.lag.Acquire(f.ctx, 1)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	changed(f.tr, i)
+	between()
+	sent(1)
+}
+
+func (f *gateFixture) written(what string) {
+	f.t.Helper()
+	select {
+	case <-f.store.saved:
+	case <-time.After(30 * time.Second):
+		f.t.Fatalf("%s: the ledger was not written", what)
+	}
+}
+
+// allRecorded waits until the gate counts no delivery unrecorded.
+func (f *gateFixture) allRecorded(what string) {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, _ := f.lag.Unrecorded()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s: %d deliveries still unrecorded after 30 s", what, n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the gate's count
+	}
+}
+
 // TestPersistWritesWhenTheGateFills: once half the ledger lag gate's
 // limit is delivered and unrecorded, the ledger is written at once, not
 // at the next tick (an hour away here), so a storm faster than the limit
 // a tick does not pause the sinks; and urged writes keep MinFlushGap
 // apart.
 func TestPersistWritesWhenTheGateFills(t *testing.T) {
-	tr := NewTracker(Options{})
-	store := &startStore{recordingStore: recordingStore{saved: make(chan struct{}, 16)}}
-	lag, err := NewLedgerLag(4, time.Hour, LagPause, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- persist(ctx, tr, store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: lag}, time.Hour)
-	}()
-	deliver := func(i int) {
-		t.Helper()
-		changed(tr, i)
-		sent, err := lag.Acquire(ctx, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent(1)
-	}
-	written := func(what string) {
-		t.Helper()
-		select {
-		case <-store.saved:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: the ledger was not written", what)
-		}
-	}
-
-	deliver(1)
-	select {
-	case <-store.saved:
-		t.Fatal("the ledger was written with one delivery of four unrecorded: the gate asks only from half its limit")
-	default:
-	}
-	deliver(2)
-	written("two of four deliveries unrecorded")
-	if n, _ := lag.Unrecorded(); n != 0 {
-		t.Errorf("%d deliveries unrecorded after the write, want 0", n)
-	}
-	deliver(3)
-	deliver(4)
-	written("two more unrecorded")
+	f := newGateFixture(t, time.Hour, nil)
+	f.deliver(1)
+	f.deliver(2)
+	f.written("two of four deliveries unrecorded")
+	f.allRecorded("after the write")
+	f.deliver(3)
+	f.deliver(4)
+	f.written("two more unrecorded")
 	// The gap is counted from just before each save is entered; half of
 	// it allows for the moments between the two on a busy machine.
-	if starts := store.starts(); len(starts) != 2 || starts[1].Sub(starts[0]) < MinFlushGap/2 {
+	if starts := f.store.starts(); len(starts) != 2 || starts[1].Sub(starts[0]) < MinFlushGap/2 {
 		t.Errorf("urged writes began at %v, want 2 at least %s apart", starts, MinFlushGap)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+}
+
+// TestPersistTicksKeepTheGap: the tick's writes keep MinFlushGap apart
+// from each other and from the gate's too (here the tick is 1 ms, and
+// the tracker changes all the time).
+func TestPersistTicksKeepTheGap(t *testing.T) {
+	f := newGateFixture(t, time.Millisecond, nil)
+	for i := 0; len(f.store.starts()) < 4; i++ {
+		f.deliver(i)
+		time.Sleep(time.Millisecond) // a change a millisecond: the tick would write each
+	}
+	starts := f.store.starts()
+	for i := 1; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < MinFlushGap/2 {
+			t.Errorf("writes %d and %d began %s apart, want at least %s", i, i+1, gap, MinFlushGap)
+		}
+	}
+}
+
+// TestPersistRecordsADeliveryItsLastWriteHeld: a write that began after
+// the tracker heard of a delivery but before the gate counted it holds
+// the delivery; the next write asked for records it, though nothing has
+// changed since. (Otherwise it stays unrecorded until something changes,
+// and after --ledger-lag-max-age every send is held.)
+func TestPersistRecordsADeliveryItsLastWriteHeld(t *testing.T) {
+	f := newGateFixture(t, time.Hour, nil)
+	f.changeAndCount(1, func() {
+		f.lag.askForSave() // as the tick would
+		f.written("asked for between the tracker hearing of the delivery and the gate counting it")
+	})
+	f.lag.askForSave() // as the next tick or delivery would
+	f.allRecorded("nothing changed since the write that holds the delivery")
+}
+
+// TestPersistDoesNotHammerAFailingStore: while writes fail, the gate's
+// asking does not retry them (the tick does, an hour away here).
+func TestPersistDoesNotHammerAFailingStore(t *testing.T) {
+	f := newGateFixture(t, time.Hour, errors.New("admission webhook denied the request"))
+	f.deliver(1)
+	f.deliver(2)
+	f.written("two of four deliveries unrecorded")
+	for i := 3; i < 20; i++ {
+		f.deliver(i) // policy send: each asks again
+	}
+	select {
+	case <-f.store.saved:
+		t.Fatalf("a failing write was retried at the gate's asking (%d writes)", f.store.count())
+	case <-time.After(3 * MinFlushGap):
 	}
 }
 

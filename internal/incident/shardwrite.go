@@ -103,6 +103,9 @@ func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
 			if rv != "" {
 				s.versions[name] = rv
 			} // else: the next write is refused and learns the version (mine)
+			if s.putBytes != nil {
+				s.putBytes(len(data))
+			}
 			return nil
 		}
 		if conflict(err, known) && attempt < ownWriteRetries {
