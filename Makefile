@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
-.PHONY: all build image test vet testenv demo demo-install clean bench fuzz soak
+.PHONY: all build image test vet testenv demo demo-install clean bench bench-scale fuzz soak
 
 all: build
 
@@ -93,6 +93,16 @@ clean:
 BENCH_PODS ?= 1000,10000
 bench: testenv build
 	$(GO) run ./cmd/herald-bench -herald bin/herald -pods $(BENCH_PODS)
+
+# herald at the size of the largest clusters (docs/performance.md, "At the
+# size of the largest clusters"): SCALE_PODS pods with a Deployment, a
+# ReplicaSet, a ConfigMap and a Secret per 10 and a Node per 150, herald
+# told the chart's memory limit for that size, 20 crashes/s for a minute.
+# Not part of make test or make bench: at 150,000 pods it takes about
+# 40 minutes and 8 GB of this machine's memory.
+SCALE_PODS ?= 150000
+bench-scale: testenv build
+	$(GO) run ./cmd/herald-bench -herald bin/herald -pods $(SCALE_PODS) -cluster -memory-limit 512Mi -rates 20 -only-asked -step 60s -out .cache/bench-scale
 
 # Steady churn at half of r_max, RSS and goroutines sampled every 10 s
 # (docs/reliability.md). make soak DURATION=1h

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/herald-k8s/herald/internal/bench"
 )
 
@@ -34,6 +36,8 @@ func main() {
 	gomaxprocs := flag.Int("gomaxprocs", 0, "run herald and the floor notifier alike with GOMAXPROCS=N (0: as the environment has it, else Go's default); the load generator and the floor watch are not limited")
 	soak := flag.Duration("soak", 0, "instead of the benchmark, churn at half of r_max for this long and sample herald every 10 s (make soak; reads only -herald, -soak-pods and -out)")
 	soakPods := flag.Int("soak-pods", 5000, "pods for -soak")
+	cluster := flag.Bool("cluster", false, "add what goes with the pods in a real cluster: a Deployment, a ReplicaSet, a ConfigMap and a Secret per 10 pods and a Node per 150 (make bench-scale), with rules on the Deployments and Nodes; the bare LIST then covers every kind herald lists")
+	memoryLimit := flag.String("memory-limit", "", "tell herald its container's memory limit (HERALD_MEMORY_LIMIT, as the chart does), e.g. 512Mi: Go's soft limit is then 85% of it")
 	flag.Parse()
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -50,7 +54,15 @@ func main() {
 		return
 	}
 
-	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, OnlyAsked: *onlyAsked, NoContext: *noContext, NoPprof: *noPprof, GOMAXPROCS: *gomaxprocs, Step: *step, Drain: *drain, Dir: *dir, Logf: logf}
+	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, OnlyAsked: *onlyAsked, NoContext: *noContext, NoPprof: *noPprof, GOMAXPROCS: *gomaxprocs, Step: *step, Drain: *drain, Dir: *dir, Logf: logf, Cluster: *cluster}
+	if *memoryLimit != "" {
+		q, err := resource.ParseQuantity(*memoryLimit)
+		if err != nil || q.Value() < 32<<20 {
+			fmt.Fprintf(os.Stderr, "herald-bench: -memory-limit: %q is not a quantity of at least 32Mi (as in a container's limits.memory: 512Mi)\n", *memoryLimit)
+			os.Exit(2)
+		}
+		opts.MemoryLimit = q.Value()
+	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 10 {

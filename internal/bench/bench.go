@@ -59,6 +59,15 @@ type Options struct {
 	// heap figure is then the heap allocated, garbage included): the RSS
 	// of herald as a cluster runs it.
 	NoPprof bool
+	// Cluster adds what goes with the pods in a real cluster (Objects:
+	// Deployments, ReplicaSets, ConfigMaps, Secrets, Nodes), rules on the
+	// Deployments and Nodes, and those kinds to the bare LIST herald's
+	// sync is compared with.
+	Cluster bool
+	// MemoryLimit, if set, is the memory limit herald is told of
+	// (HERALD_MEMORY_LIMIT, as the chart passes the container's limit):
+	// it holds its heap to 85% of it.
+	MemoryLimit int64
 	// Idle is how long herald's idle CPU is measured, and before that
 	// profiled (default IdleWindow; at least a second: the profile is
 	// asked for in whole seconds).
@@ -130,6 +139,8 @@ type run struct {
 	recv       *receiver
 	kubelet    *testenv.Kubelet
 	pods       *pods
+	objects    Objects  // the other objects made so far (Options.Cluster)
+	heraldEnv  []string // what every herald started is given
 	report     *Report
 }
 
@@ -166,7 +177,11 @@ func (r *run) setUp(ctx context.Context) error {
 	r.recv = newReceiver()
 	r.config = filepath.Join(r.opts.Dir, "herald.yaml")
 	r.pods = newPods(0)
-	return os.WriteFile(r.config, []byte(heraldConfig(r.recv.URL, !r.opts.NoContext)), 0o600)
+	r.objects.Nodes = nodes
+	if r.opts.MemoryLimit > 0 {
+		r.heraldEnv = append(r.heraldEnv, fmt.Sprintf("HERALD_MEMORY_LIMIT=%d", r.opts.MemoryLimit))
+	}
+	return os.WriteFile(r.config, []byte(heraldConfig(r.recv.URL, !r.opts.NoContext, r.opts.Cluster)), 0o600)
 }
 
 // size grows the cluster to n pods, then times a bare LIST and herald's
@@ -177,6 +192,15 @@ func (r *run) size(ctx context.Context, n int) error {
 	}
 	r.pods.grow(n)
 	res := SizeResult{Pods: n}
+	if r.opts.Cluster {
+		want := objectsFor(n)
+		if err := createObjects(ctx, r.client, func(ctx context.Context, node string) error { return r.kubelet.Register(ctx, r.client, node) },
+			r.objects, want, r.opts.Logf); err != nil {
+			return err
+		}
+		r.objects = want
+		res.Objects = &want
+	}
 	probe := apiserverProbe{env: r.env, client: r.client}
 	pages := 0
 	var err error
@@ -191,6 +215,13 @@ func (r *run) size(ctx context.Context, n int) error {
 			pages++
 			if opts.Continue = list.Continue; opts.Continue == "" {
 				break
+			}
+		}
+		if r.opts.Cluster {
+			more, err := listObjects(ctx, r.client)
+			pages += more
+			if err != nil {
+				return err
 			}
 		}
 		res.BareList = Seconds(time.Since(start))
@@ -209,7 +240,7 @@ func (r *run) size(ctx context.Context, n int) error {
 	var paged *heraldProc
 	res.APIServer.StartPaged, err = probe.measure(ctx, func() error {
 		var err error
-		if paged, err = startHerald(r.opts.Herald, r.kubeconfig, r.config, pagedDir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof, "KUBE_FEATURE_WatchListClient=false"); err != nil {
+		if paged, err = startHerald(r.opts.Herald, r.kubeconfig, r.config, pagedDir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof, slices.Concat(r.heraldEnv, []string{"KUBE_FEATURE_WatchListClient=false"})...); err != nil {
 			return err
 		}
 		sync, err := paged.waitSynced(5 * time.Minute)
@@ -225,7 +256,7 @@ func (r *run) size(ctx context.Context, n int) error {
 	var h *heraldProc
 	res.APIServer.StartStreaming, err = probe.measure(ctx, func() error {
 		var err error
-		if h, err = startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof); err != nil {
+		if h, err = startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof, r.heraldEnv...); err != nil {
 			return err
 		}
 		sync, err := h.waitSynced(5 * time.Minute)
@@ -285,9 +316,10 @@ func (r *run) churn(ctx context.Context) error {
 		floors[rate] = r.step(ctx, rate, &floorObs, floor.proc, floor.posted.Load)
 	}
 	stopWatch()
+	r.report.FloorRSSAfterChurn = floor.proc.rss()
 	floor.stop()
 
-	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n, r.opts.GOMAXPROCS, !r.opts.NoPprof)
+	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n, r.opts.GOMAXPROCS, !r.opts.NoPprof, r.heraldEnv...)
 	if err != nil {
 		return err
 	}
@@ -324,6 +356,7 @@ func (r *run) churn(ctx context.Context) error {
 		}
 		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
 	}
+	r.report.HeraldRSSAfterChurn = h.rss()
 	if m, err := h.get("/metrics"); err == nil {
 		os.WriteFile(filepath.Join(r.opts.Dir, "metrics.txt"), m, 0o644)
 	}

@@ -17,8 +17,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestSmoke runs the whole benchmark small (250 then 500 pods, 10 and 50
-// patches/s for 10 s each, idle CPU over 3 s instead of 15),
+// TestSmoke runs the whole benchmark small (250 then 500 pods with the
+// Deployments, ReplicaSets, ConfigMaps, Secrets and Nodes that go with
+// them, 10 and 50 patches/s for 10 s each, idle CPU over 3 s instead of
+// 15),
 // so that it cannot rot: every patch must be seen by the floor watch,
 // posted by the floor notifier and notified by herald exactly once, and
 // the report must have its figures.
@@ -31,7 +33,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	report, err := Run(context.Background(), Options{
-		Herald: bin, Sizes: []int{250, 500}, Rates: []float64{10, 50}, OnlyAsked: true,
+		Herald: bin, Sizes: []int{250, 500}, Rates: []float64{10, 50}, OnlyAsked: true, Cluster: true,
 		Step: 10 * time.Second, Drain: 30 * time.Second, Idle: 3 * time.Second, Dir: t.TempDir(), Logf: t.Logf,
 	})
 	if err != nil {
@@ -48,6 +50,9 @@ func TestSmoke(t *testing.T) {
 			s.APIServer.List.Allocated <= 0 || s.APIServer.StartPaged.Allocated <= 0 || s.APIServer.StartStreaming.Allocated <= 0 {
 			t.Errorf("size %d: missing figures %+v", s.Pods, s)
 		}
+		if s.Objects == nil || *s.Objects != objectsFor(s.Pods) {
+			t.Errorf("size %d: the other objects %+v, want %+v", s.Pods, s.Objects, objectsFor(s.Pods))
+		}
 		// herald lists pods as a watch's initial events (the streaming
 		// list), not as pages of LIST: client-go's reflector does when
 		// the decoder keeps the bookmark that ends them.
@@ -58,6 +63,9 @@ func TestSmoke(t *testing.T) {
 	}
 	if report.RMax < 50 {
 		t.Fatalf("r_max %.0f/s: the control plane cannot take the smoke run's 50/s", report.RMax)
+	}
+	if report.HeraldRSSAfterChurn <= 0 || report.FloorRSSAfterChurn <= 0 {
+		t.Errorf("RSS after the churn: herald %d, floor notifier %d bytes; want both", report.HeraldRSSAfterChurn, report.FloorRSSAfterChurn)
 	}
 	if len(report.Churn) != 2 {
 		t.Fatalf("churn steps: %d, want the two asked for", len(report.Churn))

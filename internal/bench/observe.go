@@ -119,7 +119,22 @@ func awaitComplete(o *observer, timeout time.Duration) {
 
 // heraldConfig is the configuration herald runs with: the crash-loop
 // rule on every pod, notifying the loopback webhook.
-func heraldConfig(url string, crashContext bool) string {
+func heraldConfig(url string, crashContext, cluster bool) string {
+	more := ""
+	if cluster {
+		// As the chart's default rules do: the Deployments and Nodes are
+		// cached and assessed. The bench changes neither, so neither
+		// notifies (a notification would count as unexpected).
+		more = `
+  - name: rollout-stuck
+    kind: Deployment
+    detector: rollout-stuck
+    sinks: [hook]
+  - name: node-not-ready
+    kind: Node
+    detector: node-not-ready
+    sinks: [hook]`
+	}
 	return fmt.Sprintf(`# herald-bench: one crash-loop rule, one webhook. The bench measures the
 # delivery of every crash and every recovery, so the damping that merges
 # them (settle time, hold-down, flap damping; docs/incidents.md) is off,
@@ -132,10 +147,10 @@ rules:
     detector: crashloop
     settle: 0s
     restartStep: -1
-    sinks: [hook]
+    sinks: [hook]%s
 sinks:
   - name: hook
     queueSize: 100000
     webhook: {url: %s/herald}
-`, crashContext, url)
+`, crashContext, more, url)
 }

@@ -139,22 +139,35 @@ func containerStatus(name, image string, i int, at metav1.Time) *corev1ac.Contai
 // createPods applies pods [from, to) with their status, from workers
 // goroutines; it reports progress through logf every 10 s.
 func createPods(ctx context.Context, client kubernetes.Interface, from, to, workers int, logf func(string, ...any)) error {
+	started := time.Now()
+	opts := metav1.ApplyOptions{FieldManager: "kube-controller-manager", Force: true}
+	statusOpts := metav1.ApplyOptions{FieldManager: "kubelet", Force: true}
+	return createEach(ctx, "pods", from, to, workers, func(ctx context.Context, i int) error {
+		if _, err := client.CoreV1().Pods(Namespace).Apply(ctx, realisticPod(i), opts); err != nil {
+			return err
+		}
+		_, err := client.CoreV1().Pods(Namespace).ApplyStatus(ctx, runningStatus(i, started), statusOpts)
+		return err
+	}, logf)
+}
+
+// createEach calls create for each of [from, to) from workers
+// goroutines, stopping at the first error; it reports progress through
+// logf every 10 s, saying what it creates.
+func createEach(ctx context.Context, what string, from, to, workers int, create func(ctx context.Context, i int) error, logf func(string, ...any)) error {
+	if from >= to {
+		return nil
+	}
 	jobs := make(chan int)
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	started := time.Now()
-	opts := metav1.ApplyOptions{FieldManager: "kube-controller-manager", Force: true}
-	statusOpts := metav1.ApplyOptions{FieldManager: "kubelet", Force: true}
 	for range workers {
 		wg.Go(func() {
 			for i := range jobs {
-				if _, err := client.CoreV1().Pods(Namespace).Apply(ctx, realisticPod(i), opts); err != nil {
-					errs <- fmt.Errorf("creating pod %d: %w", i, err)
-					return
-				}
-				if _, err := client.CoreV1().Pods(Namespace).ApplyStatus(ctx, runningStatus(i, started), statusOpts); err != nil {
-					errs <- fmt.Errorf("pod %d status: %w", i, err)
+				if err := create(ctx, i); err != nil {
+					errs <- fmt.Errorf("creating %s #%d: %w", what, i, err)
 					return
 				}
 				done.Add(1)
@@ -171,8 +184,8 @@ feed:
 		case err = <-errs:
 			break feed
 		case <-tick.C:
-			logf("bench: %d of %d pods created", from+int(done.Load()), to)
-			i-- // the pod was not handed out
+			logf("bench: %d of %d %s created", from+int(done.Load()), to, what)
+			i-- // i was not handed out
 		}
 	}
 	close(jobs)
@@ -185,7 +198,7 @@ feed:
 		return err
 	default:
 	}
-	logf("bench: %d pods created in %s (%.0f/s)", to-from, time.Since(started).Round(time.Millisecond), float64(to-from)/time.Since(started).Seconds())
+	logf("bench: %d %s created in %s (%.0f/s)", to-from, what, time.Since(started).Round(time.Millisecond), float64(to-from)/time.Since(started).Seconds())
 	return nil
 }
 

@@ -25,6 +25,8 @@ type Report struct {
 	// NoPprof: herald ran without --pprof (Options.NoPprof); its heap
 	// figures are then the heap allocated, not the live heap.
 	NoPprof bool `json:"no_pprof,omitempty"`
+	// MemoryLimit herald was told of (Options.MemoryLimit; 0: none).
+	MemoryLimit int64 `json:"memory_limit_bytes,omitempty"`
 
 	Sizes []SizeResult `json:"sizes"`
 	// Slope is the cost of one more cached pod, between the two largest
@@ -41,6 +43,12 @@ type Report struct {
 	// core: 0.005 is 0.5%).
 	IdleCPU float64       `json:"idle_cpu_share"`
 	Churn   []ChurnResult `json:"churn"`
+	// HeraldRSSAfterChurn and FloorRSSAfterChurn are each process's RSS
+	// after its last churn step (bytes). The floor notifier keeps no
+	// cache, so its figure is the least a notifier's process costs, not a
+	// cached notifier's.
+	HeraldRSSAfterChurn int64 `json:"herald_rss_after_churn_bytes,omitempty"`
+	FloorRSSAfterChurn  int64 `json:"floor_rss_after_churn_bytes,omitempty"`
 	// Sustained is the highest rate herald kept up with: every
 	// notification delivered exactly once and p99.9 under a second.
 	Sustained float64 `json:"sustained_rate"`
@@ -48,9 +56,11 @@ type Report struct {
 
 // SizeResult is one cluster size.
 type SizeResult struct {
-	Pods     int     `json:"pods"`
-	BareList float64 `json:"bare_list_seconds"` // a paginated LIST of every pod
-	Sync     float64 `json:"herald_sync_seconds"`
+	Pods int `json:"pods"`
+	// Objects are the other objects beside the pods (Options.Cluster).
+	Objects  *Objects `json:"objects,omitempty"`
+	BareList float64  `json:"bare_list_seconds"` // a paginated LIST of every pod (and, with Objects, of every kind herald lists)
+	Sync     float64  `json:"herald_sync_seconds"`
 	// SyncPaged is herald's sync with client-go's streaming list off
 	// (KUBE_FEATURE_WatchListClient=false): pages of LIST, then a watch.
 	SyncPaged float64 `json:"herald_sync_paged_seconds"`
@@ -102,7 +112,7 @@ func Seconds(d time.Duration) float64 { return d.Seconds() }
 
 func newReport(opts Options) *Report {
 	return &Report{Date: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt, GOMAXPROCS: opts.GOMAXPROCS, NoPprof: opts.NoPprof}
+		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt, GOMAXPROCS: opts.GOMAXPROCS, NoPprof: opts.NoPprof, MemoryLimit: opts.MemoryLimit}
 }
 
 // rates are the rates to offer: the asked ones up to r_max, plus (with
@@ -155,7 +165,16 @@ func (r *Report) Table(w io.Writer) {
 	if r.NoPprof {
 		fmt.Fprint(w, ", herald without --pprof (heap = allocated, garbage included)")
 	}
+	if r.MemoryLimit > 0 {
+		fmt.Fprintf(w, ", herald's memory limit %d MiB (Go's soft limit at 85%%)", r.MemoryLimit>>20)
+	}
 	fmt.Fprint(w, "\n\n")
+	for _, s := range r.Sizes {
+		if o := s.Objects; o != nil {
+			fmt.Fprintf(w, "beside %d pods: %d Deployments, %d ReplicaSets, %d ConfigMaps, %d Secrets, %d Nodes (the bare LIST pages through the pods, Deployments, Nodes, ConfigMaps and Secrets)\n",
+				s.Pods, o.Deployments, o.ReplicaSets, o.ConfigMaps, o.Secrets, o.Nodes)
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "pods\tbare LIST s\therald sync s\tsync/LIST\tRSS MB\tanon MB\tfile MB\tpeak MB\theap MB\tRSS B/pod\theap B/pod\t")
 	for _, s := range r.Sizes {
@@ -196,6 +215,7 @@ func (r *Report) Table(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nlatencies in ms from each patch's due time; sustained (exactly once, p99.9 < 1 s) up to %.0f/s (%.0f%% of r_max)\n",
 		r.Sustained, 100*r.Sustained/max(r.RMax, 1))
+	fmt.Fprintf(w, "RSS after the churn: herald %.1f MB, the floor notifier (no cache) %.1f MB\n", mb(r.HeraldRSSAfterChurn), mb(r.FloorRSSAfterChurn))
 	var notes []string
 	for _, c := range r.Churn {
 		if !c.Floor.Exact() {
