@@ -12,8 +12,9 @@ import (
 // a save of a few shards and its claim to about one a second, and the
 // ledger lag gate held every sink behind it: herald delivered about 50
 // notifications a second, whatever the sinks could take. Its own limit
-// still bounds what the ledger asks of the API server and etcd: at most
-// 50 writes a second, each of at most MaxShardBytes (900 KiB).
+// still bounds what the ledger asks of the API server and etcd: 50
+// writes a second after a burst of 100, each of at most MaxShardBytes
+// (900 KiB): about 46 MB a second at worst.
 const (
 	ledgerQPS   = 50
 	ledgerBurst = 100

@@ -170,7 +170,7 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 		}
 		ledger := incident.NewConfigMapStore(ledgerClient, *namespace, cfg.Incidents.LedgerName)
 		ledgerBytes := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_written_bytes_total",
-			Help: "Bytes of ledger shards written to the API server (and so to etcd)."})
+			Help: "Bytes of ledger shards this replica's saves wrote (not the claim, nor the mark a new leader puts on each shard it loads)."})
 		reg.MustRegister(ledgerBytes)
 		ledger.CountBytes(func(n int) { ledgerBytes.Add(float64(n)) })
 		store = ledger

@@ -55,7 +55,10 @@ const FlushInterval = time.Second
 
 // MinFlushGap is the least time between two ledger writes: at most ten
 // a second, however often the gate asks. With the default gate of 50
-// unrecorded deliveries, that lets 500 notifications a second through.
+// unrecorded deliveries and writes of a few shards, hundreds of
+// notifications a second go through; a large ledger's writes (a request
+// per changed shard, within the ledger client's own rate limit) hold
+// that lower.
 const MinFlushGap = 100 * time.Millisecond
 
 // Persist writes the tracker's state to store whenever it changed: once
@@ -71,13 +74,14 @@ const MinFlushGap = 100 * time.Millisecond
 // unless ctx's cause is ErrFenced (the lease was lost): then the write in
 // flight is abandoned and nothing more is written.
 func Persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics) error {
-	return persist(ctx, t, store, logger, m, FlushInterval)
+	tick := time.NewTicker(FlushInterval)
+	defer tick.Stop()
+	return persist(ctx, t, store, logger, m, tick.C)
 }
 
-func persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics, every time.Duration) error {
+// persist is Persist with its ticks given (a test's own).
+func persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, m *LedgerMetrics, ticks <-chan time.Time) error {
 	w := &ledgerWriter{t: t, store: store, logger: logger, m: m}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	urged := m.lag().Urged()
 	var held *time.Timer // a write waiting out MinFlushGap
 	defer func() {
@@ -109,7 +113,7 @@ func persist(ctx context.Context, t *Tracker, store Store, logger *slog.Logger, 
 		}
 		var err error
 		select {
-		case <-tick.C:
+		case <-ticks:
 			err = request()
 		case <-urged:
 			if !w.failing {

@@ -117,8 +117,8 @@ func TestPersistNeverRetriesAConflict(t *testing.T) {
 	}
 }
 
-// gateFixture runs persist with a gate of four deliveries and a tick of
-// every, for the tests of the gate's asking.
+// gateFixture runs persist with a gate of four deliveries and the ticks
+// given (nil: none), for the tests of the gate's asking.
 type gateFixture struct {
 	t     *testing.T
 	tr    *Tracker
@@ -127,7 +127,7 @@ type gateFixture struct {
 	ctx   context.Context
 }
 
-func newGateFixture(t *testing.T, every time.Duration, storeErr error) *gateFixture {
+func newGateFixture(t *testing.T, ticks <-chan time.Time, storeErr error) *gateFixture {
 	f := &gateFixture{t: t, tr: NewTracker(Options{}),
 		store: &startStore{recordingStore: recordingStore{saved: make(chan struct{}, 1000), err: storeErr}}}
 	var err error
@@ -138,7 +138,7 @@ func newGateFixture(t *testing.T, every time.Duration, storeErr error) *gateFixt
 	f.ctx = ctx
 	done := make(chan error, 1)
 	go func() {
-		done <- persist(ctx, f.tr, f.store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: f.lag}, every)
+		done <- persist(ctx, f.tr, f.store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: f.lag}, ticks)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -196,11 +196,11 @@ func (f *gateFixture) allRecorded(what string) {
 
 // TestPersistWritesWhenTheGateFills: once half the ledger lag gate's
 // limit is delivered and unrecorded, the ledger is written at once, not
-// at the next tick (an hour away here), so a storm faster than the limit
+// at the next tick (none here), so a storm faster than the limit
 // a tick does not pause the sinks; and urged writes keep MinFlushGap
 // apart.
 func TestPersistWritesWhenTheGateFills(t *testing.T) {
-	f := newGateFixture(t, time.Hour, nil)
+	f := newGateFixture(t, nil, nil)
 	f.deliver(1)
 	f.deliver(2)
 	f.written("two of four deliveries unrecorded")
@@ -219,8 +219,14 @@ func TestPersistWritesWhenTheGateFills(t *testing.T) {
 // from each other and from the gate's too (here the tick is 1 ms, and
 // the tracker changes all the time).
 func TestPersistTicksKeepTheGap(t *testing.T) {
-	f := newGateFixture(t, time.Millisecond, nil)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	f := newGateFixture(t, tick.C, nil)
+	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; len(f.store.starts()) < 4; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes in 30 s, want 4", len(f.store.starts()))
+		}
 		f.deliver(i)
 		time.Sleep(time.Millisecond) // a change a millisecond: the tick would write each
 	}
@@ -238,7 +244,7 @@ func TestPersistTicksKeepTheGap(t *testing.T) {
 // changed since. (Otherwise it stays unrecorded until something changes,
 // and after --ledger-lag-max-age every send is held.)
 func TestPersistRecordsADeliveryItsLastWriteHeld(t *testing.T) {
-	f := newGateFixture(t, time.Hour, nil)
+	f := newGateFixture(t, nil, nil)
 	f.changeAndCount(1, func() {
 		f.lag.askForSave() // as the tick would
 		f.written("asked for between the tracker hearing of the delivery and the gate counting it")
@@ -248,9 +254,11 @@ func TestPersistRecordsADeliveryItsLastWriteHeld(t *testing.T) {
 }
 
 // TestPersistDoesNotHammerAFailingStore: while writes fail, the gate's
-// asking does not retry them (the tick does, an hour away here).
+// asking does not retry them (the tick does); once the tick's retry
+// succeeds, the gate's asking writes again.
 func TestPersistDoesNotHammerAFailingStore(t *testing.T) {
-	f := newGateFixture(t, time.Hour, errors.New("admission webhook denied the request"))
+	ticks := make(chan time.Time)
+	f := newGateFixture(t, ticks, errors.New("admission webhook denied the request"))
 	f.deliver(1)
 	f.deliver(2)
 	f.written("two of four deliveries unrecorded")
@@ -262,6 +270,16 @@ func TestPersistDoesNotHammerAFailingStore(t *testing.T) {
 		t.Fatalf("a failing write was retried at the gate's asking (%d writes)", f.store.count())
 	case <-time.After(3 * MinFlushGap):
 	}
+
+	f.store.mu.Lock()
+	f.store.err = nil
+	f.store.mu.Unlock()
+	ticks <- time.Now()
+	f.written("the tick's retry")
+	f.allRecorded("after the tick's retry succeeded")
+	f.deliver(20)
+	f.deliver(21)
+	f.written("two of four unrecorded after a successful retry: the gate's asking writes again")
 }
 
 // TestPersistWritesWhenSendsPause: a send held by the gate asks for a
@@ -277,7 +295,7 @@ func TestPersistWritesWhenSendsPause(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		_ = persist(ctx, tr, store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: lag}, time.Hour)
+		_ = persist(ctx, tr, store, slog.New(slog.DiscardHandler), &LedgerMetrics{Lag: lag}, nil)
 	}()
 
 	if _, err := lag.Acquire(ctx, 2); err != nil { // a digest of two, in flight throughout
