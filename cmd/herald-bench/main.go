@@ -37,6 +37,7 @@ func main() {
 	soak := flag.Duration("soak", 0, "instead of the benchmark, churn at half of r_max for this long and sample herald every 10 s (make soak; reads only -herald, -soak-pods and -out)")
 	soakPods := flag.Int("soak-pods", 5000, "pods for -soak")
 	cluster := flag.Bool("cluster", false, "add what goes with the pods in a real cluster: a Deployment, a ReplicaSet, a ConfigMap and a Secret per 10 pods and a Node per 150 (make bench-scale), with rules on the Deployments and Nodes; the bare LIST then covers every kind herald lists")
+	apiserverMemoryLimit := flag.String("apiserver-memory-limit", "", "the API server's GOMEMLIMIT (as 16GiB): at the largest sizes its garbage outgrows a 24 GB machine")
 	memoryLimit := flag.String("memory-limit", "", "tell herald its container's memory limit (HERALD_MEMORY_LIMIT, as the chart does), e.g. 512Mi: Go's soft limit is then 85% of it")
 	flag.Parse()
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
@@ -54,7 +55,7 @@ func main() {
 		return
 	}
 
-	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, OnlyAsked: *onlyAsked, NoContext: *noContext, NoPprof: *noPprof, GOMAXPROCS: *gomaxprocs, Step: *step, Drain: *drain, Dir: *dir, Logf: logf, Cluster: *cluster}
+	opts := bench.Options{Herald: *herald, ChurnAt: *churnAt, OnlyAsked: *onlyAsked, NoContext: *noContext, NoPprof: *noPprof, GOMAXPROCS: *gomaxprocs, Step: *step, Drain: *drain, Dir: *dir, Logf: logf, Cluster: *cluster, APIServerMemoryLimit: *apiserverMemoryLimit}
 	if *memoryLimit != "" {
 		q, err := resource.ParseQuantity(*memoryLimit)
 		if err != nil || q.Value() < 32<<20 {

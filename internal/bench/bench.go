@@ -64,6 +64,9 @@ type Options struct {
 	// Deployments and Nodes, and those kinds to the bare LIST herald's
 	// sync is compared with.
 	Cluster bool
+	// APIServerMemoryLimit, if set, is the API server's GOMEMLIMIT (as
+	// "16GiB"): at the largest sizes its garbage outgrows the machine.
+	APIServerMemoryLimit string
 	// MemoryLimit, if set, is the memory limit herald is told of
 	// (HERALD_MEMORY_LIMIT, as the chart passes the container's limit):
 	// it holds its heap to 85% of it.
@@ -93,7 +96,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	env, err := startControlPlane(ctx, opts.Dir, opts.Logf)
+	env, err := startControlPlane(ctx, opts.Dir, opts.APIServerMemoryLimit, opts.Logf)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +122,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 }
 
 // startControlPlane starts a fresh etcd and kube-apiserver under dir.
-func startControlPlane(ctx context.Context, dir string, logf func(string, ...any)) (*testenv.Env, error) {
+func startControlPlane(ctx context.Context, dir, apiserverMemoryLimit string, logf func(string, ...any)) (*testenv.Env, error) {
 	cpDir := filepath.Join(dir, "controlplane")
 	if err := os.RemoveAll(cpDir); err != nil { // a previous run's cluster
 		return nil, err
@@ -127,7 +130,7 @@ func startControlPlane(ctx context.Context, dir string, logf func(string, ...any
 	if err := os.MkdirAll(cpDir, 0o755); err != nil {
 		return nil, err
 	}
-	return testenv.Start(ctx, testenv.Options{Logf: logf, Dir: cpDir})
+	return testenv.Start(ctx, testenv.Options{Logf: logf, Dir: cpDir, APIServerMemoryLimit: apiserverMemoryLimit})
 }
 
 type run struct {

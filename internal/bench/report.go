@@ -25,6 +25,8 @@ type Report struct {
 	// NoPprof: herald ran without --pprof (Options.NoPprof); its heap
 	// figures are then the heap allocated, not the live heap.
 	NoPprof bool `json:"no_pprof,omitempty"`
+	// APIServerMemoryLimit is the API server's GOMEMLIMIT ("": none).
+	APIServerMemoryLimit string `json:"apiserver_memory_limit,omitempty"`
 	// MemoryLimit herald was told of (Options.MemoryLimit; 0: none).
 	MemoryLimit int64 `json:"memory_limit_bytes,omitempty"`
 
@@ -112,7 +114,7 @@ func Seconds(d time.Duration) float64 { return d.Seconds() }
 
 func newReport(opts Options) *Report {
 	return &Report{Date: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt, GOMAXPROCS: opts.GOMAXPROCS, NoPprof: opts.NoPprof, MemoryLimit: opts.MemoryLimit}
+		StepSecs: opts.Step.Seconds(), ChurnAt: opts.ChurnAt, GOMAXPROCS: opts.GOMAXPROCS, NoPprof: opts.NoPprof, MemoryLimit: opts.MemoryLimit, APIServerMemoryLimit: opts.APIServerMemoryLimit}
 }
 
 // rates are the rates to offer: the asked ones up to r_max, plus (with
@@ -167,6 +169,9 @@ func (r *Report) Table(w io.Writer) {
 	}
 	if r.MemoryLimit > 0 {
 		fmt.Fprintf(w, ", herald's memory limit %d MiB (Go's soft limit at 85%%)", r.MemoryLimit>>20)
+	}
+	if r.APIServerMemoryLimit != "" {
+		fmt.Fprintf(w, ", the API server at GOMEMLIMIT=%s", r.APIServerMemoryLimit)
 	}
 	fmt.Fprint(w, "\n\n")
 	for _, s := range r.Sizes {

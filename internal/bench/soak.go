@@ -67,7 +67,7 @@ type SoakReport struct {
 // and counts every notification against the patches that caused it.
 func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	r := &run{opts: Options{Herald: opts.Herald, Dir: opts.Dir, Logf: opts.Logf}}
-	env, err := startControlPlane(ctx, opts.Dir, opts.Logf)
+	env, err := startControlPlane(ctx, opts.Dir, "", opts.Logf)
 	if err != nil {
 		return nil, err
 	}

@@ -21,11 +21,20 @@ type process struct {
 }
 
 func startProcess(bin, logPath string, args ...string) (*process, error) {
+	return startProcessWithEnv(bin, logPath, nil, args...)
+}
+
+// startProcessWithEnv is startProcess with env added to the inherited
+// environment.
+func startProcessWithEnv(bin, logPath string, env []string, args ...string) (*process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true,

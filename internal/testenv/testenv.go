@@ -45,6 +45,10 @@ type Options struct {
 	// --watch-cache=false, so that a compacted etcd answers an old watch
 	// with 410 Gone).
 	APIServerArgs []string
+	// APIServerMemoryLimit, if set, is the API server's GOMEMLIMIT (as
+	// "14GiB"): a benchmark at the size of the largest clusters holds the
+	// API server's garbage to what the machine has.
+	APIServerMemoryLimit string
 	// Audit writes the API server's audit log (every request, metadata
 	// level) to Dir/audit.log, for tests that count requests.
 	Audit bool
@@ -81,6 +85,7 @@ type Env struct {
 	bins          Binaries
 	etcdArgs      []string
 	apiserverArgs []string
+	apiserverEnv  []string
 	// restarted: StopEtcd or StopAPIServer was called (Pool reuses
 	// only control planes that ran without a break).
 	restarted bool
@@ -197,6 +202,9 @@ func start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 	port := strconv.Itoa(ports[2])
+	if opts.APIServerMemoryLimit != "" {
+		env.apiserverEnv = []string{"GOMEMLIMIT=" + opts.APIServerMemoryLimit}
+	}
 	env.apiserverArgs = append(env.apiserverArgs,
 		"--etcd-servers="+env.EtcdURL,
 		"--bind-address=127.0.0.1",
@@ -271,7 +279,7 @@ func (e *Env) StopEtcd() { e.restarted = true; e.etcd.stop() }
 // (again, after StopAPIServer) and waits until /readyz answers.
 func (e *Env) StartAPIServer(ctx context.Context) error {
 	var err error
-	if e.apiserver, err = startProcess(e.bins.KubeAPIServer, filepath.Join(e.Dir, "apiserver.log"), e.apiserverArgs...); err != nil {
+	if e.apiserver, err = startProcessWithEnv(e.bins.KubeAPIServer, filepath.Join(e.Dir, "apiserver.log"), e.apiserverEnv, e.apiserverArgs...); err != nil {
 		return err
 	}
 	certDir := filepath.Join(e.Dir, "pki")
