@@ -98,9 +98,9 @@ bench: testenv build
 # size of the largest clusters"): SCALE_PODS pods with a Deployment, a
 # ReplicaSet, a ConfigMap and a Secret per 10 and a Node per 150, herald
 # told a 512Mi memory limit, 20 status patches/s for a minute. Not part of
-# make test or make bench. The API server needs more memory than herald:
-# at 150,000 pods it outgrew a 24 GB machine; SCALE_PODS=50000,100000
-# fits one (the slope between the two sizes extrapolates).
+# make test or make bench: about 25 minutes. The API server needs the
+# machine: held to GOMEMLIMIT=16GiB it fits in 24 GB, where unheld it
+# outgrew it.
 SCALE_PODS ?= 150000
 bench-scale: testenv build
 	$(GO) run ./cmd/herald-bench -herald bin/herald -pods $(SCALE_PODS) -cluster -memory-limit 512Mi \
