@@ -99,12 +99,12 @@ bench: testenv build
 # ReplicaSet, a ConfigMap and a Secret per 10 and a Node per 150, herald
 # told a 512Mi memory limit, 20 status patches/s for a minute. Not part of
 # make test or make bench: about 25 minutes. The API server needs the
-# machine: held to GOMEMLIMIT=16GiB it fits in 24 GB, where unheld it
-# outgrew it.
+# machine: held to GOMEMLIMIT=16GiB it fits in 24 GB; unheld it neared
+# 21 GB and the run was stopped.
 SCALE_PODS ?= 150000
 bench-scale: testenv build
 	$(GO) run ./cmd/herald-bench -herald bin/herald -pods $(SCALE_PODS) -cluster -memory-limit 512Mi \
-		-apiserver-memory-limit 16GiB -rates 20 -only-asked -step 60s -out .cache/bench-scale
+		-apiserver-memory-limit 16GiB -rates 20 -only-asked -step 60s -out .cache/bench-scale-$(SCALE_PODS)
 
 # Steady churn at half of r_max, RSS and goroutines sampled every 10 s
 # (docs/reliability.md). make soak DURATION=1h
