@@ -1,9 +1,11 @@
 package main
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/kube"
 )
 
@@ -27,4 +29,20 @@ func newLedgerClient(restCfg *rest.Config) (*kube.Client, error) {
 	own.QPS, own.Burst = ledgerQPS, ledgerBurst
 	own.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(ledgerQPS, ledgerBurst)
 	return kube.New(own)
+}
+
+// newLedgerStore is the incident ledger in ConfigMaps named name in
+// namespace, through its own client, counting what it writes
+// (herald_ledger_written_bytes_total).
+func newLedgerStore(restCfg *rest.Config, namespace, name string, reg prometheus.Registerer) (*incident.ConfigMapStore, error) {
+	client, err := newLedgerClient(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	ledger := incident.NewConfigMapStore(client, namespace, name)
+	written := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_written_bytes_total",
+		Help: "Bytes of ledger shards this replica's saves wrote (not the claim, nor the mark a new leader puts on each shard it loads)."})
+	reg.MustRegister(written)
+	ledger.CountBytes(func(n int) { written.Add(float64(n)) })
+	return ledger, nil
 }

@@ -163,17 +163,10 @@ func (c cli) cmdRun(ctx context.Context, args []string) int {
 	registerStartOvers(reg, os.Getenv(startOversEnv))
 	var store incident.Store = &incident.MemoryStore{}
 	if !*noPersist {
-		ledgerClient, err := newLedgerClient(restCfg)
-		if err != nil {
+		if store, err = newLedgerStore(restCfg, *namespace, cfg.Incidents.LedgerName, reg); err != nil {
 			logger.Error("herald run", "error", err)
 			return 1
 		}
-		ledger := incident.NewConfigMapStore(ledgerClient, *namespace, cfg.Incidents.LedgerName)
-		ledgerBytes := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_written_bytes_total",
-			Help: "Bytes of ledger shards this replica's saves wrote (not the claim, nor the mark a new leader puts on each shard it loads)."})
-		reg.MustRegister(ledgerBytes)
-		ledger.CountBytes(func(n int) { ledgerBytes.Add(float64(n)) })
-		store = ledger
 	}
 	w := watcher.New(clients, 0, logger)
 	dispatcher := sinks.NewDispatcher(logger, sinks.NewMetrics(reg), sinkList...)
