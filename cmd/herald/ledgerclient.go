@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/internal/kube"
@@ -23,11 +22,11 @@ const (
 )
 
 // newLedgerClient is the incident ledger's own Kubernetes client, with
-// its own rate limit.
+// its own rate limit (kube.New makes the limiter from QPS and Burst).
 func newLedgerClient(restCfg *rest.Config) (*kube.Client, error) {
 	own := rest.CopyConfig(restCfg)
+	own.RateLimiter = nil // the configuration's own, if any, is not the ledger's
 	own.QPS, own.Burst = ledgerQPS, ledgerBurst
-	own.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(ledgerQPS, ledgerBurst)
 	return kube.New(own)
 }
 
