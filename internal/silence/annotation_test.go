@@ -21,9 +21,16 @@ import (
 // cached is a cache of objects by key.
 type cached map[watcher.Key]runtime.Object
 
-func (c cached) Get(key watcher.Key) (runtime.Object, bool, error) {
-	obj, ok := c[key]
+func (c cached) Meta(key watcher.Key) (metav1.Object, bool, error) {
+	obj, ok := c[key].(metav1.Object)
 	return obj, ok, nil
+}
+
+func (c cached) PodNodeName(namespace, name string) string {
+	if pod, ok := c[watcher.Key{Kind: "Pod", Namespace: namespace, Name: name}].(*corev1.Pod); ok {
+		return pod.Spec.NodeName
+	}
+	return ""
 }
 
 func (cached) NamespaceAnnotation(string, string) string { return "" }

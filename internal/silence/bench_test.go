@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/herald-k8s/herald/internal/incident"
 	"github.com/herald-k8s/herald/watcher"
@@ -20,9 +19,19 @@ import (
 // podsOnNodes is a cache of pods, each on a node.
 type podsOnNodes map[watcher.Key]*corev1.Pod
 
-func (p podsOnNodes) Get(key watcher.Key) (runtime.Object, bool, error) {
+func (p podsOnNodes) Meta(key watcher.Key) (metav1.Object, bool, error) {
 	pod, ok := p[key]
-	return pod, ok, nil
+	if !ok {
+		return nil, false, nil
+	}
+	return pod, true, nil
+}
+
+func (p podsOnNodes) PodNodeName(namespace, name string) string {
+	if pod, ok := p[watcher.Key{Kind: "Pod", Namespace: namespace, Name: name}]; ok {
+		return pod.Spec.NodeName
+	}
+	return ""
 }
 
 func (podsOnNodes) NamespaceAnnotation(string, string) string { return "" }

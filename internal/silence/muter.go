@@ -7,10 +7,8 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/herald-k8s/herald/config"
@@ -23,16 +21,20 @@ import (
 // herald.io/silence-until=2026-11-24T08:00:00Z`.
 const Annotation = watcher.SilenceUntilAnnotation
 
-// Objects are the cached objects a Muter reads (the watcher).
+// Objects are the cached objects a Muter reads (the watcher): only their
+// metadata and a pod's node, so that no question decodes a cached pod (a
+// decode per notification was a tenth of herald's allocation under churn).
 type Objects interface {
-	Get(key watcher.Key) (runtime.Object, bool, error)
+	Meta(key watcher.Key) (metav1.Object, bool, error)
+	PodNodeName(namespace, name string) string
 	NamespaceAnnotation(name, key string) string
 }
 
 // noObjects is an empty cache.
 type noObjects struct{}
 
-func (noObjects) Get(watcher.Key) (runtime.Object, bool, error) { return nil, false, nil }
+func (noObjects) Meta(watcher.Key) (metav1.Object, bool, error) { return nil, false, nil }
+func (noObjects) PodNodeName(string, string) string             { return "" }
 func (noObjects) NamespaceAnnotation(string, string) string     { return "" }
 
 // Muter decides whether an incident is muted by a Silence or
@@ -258,14 +260,12 @@ func describe(inc *incident.Incident, objects Objects) ([]Object, []annotated) {
 		if workloadKinds[key.Kind] {
 			o.Workload = key.Kind + "/" + key.Name
 		}
-		if obj, ok, err := objects.Get(key); err == nil && ok {
-			if meta, ok := obj.(metav1.Object); ok {
-				o.Labels = meta.GetLabels()
-				annotation(key, meta)
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				kind, name := watcher.Workload(pod)
-				o.Workload, o.Node = kind+"/"+name, pod.Spec.NodeName
+		if meta, ok, err := objects.Meta(key); err == nil && ok {
+			o.Labels = meta.GetLabels()
+			annotation(key, meta)
+			if key.Kind == "Pod" {
+				kind, name := watcher.Workload(meta)
+				o.Workload, o.Node = kind+"/"+name, objects.PodNodeName(key.Namespace, key.Name)
 			}
 		}
 		objs = append(objs, o)
@@ -294,10 +294,8 @@ func describe(inc *incident.Incident, objects Objects) ([]Object, []annotated) {
 			continue
 		}
 		seen[key] = true
-		if obj, ok, err := objects.Get(key); err == nil && ok {
-			if meta, ok := obj.(metav1.Object); ok {
-				annotation(key, meta)
-			}
+		if meta, ok, err := objects.Meta(key); err == nil && ok {
+			annotation(key, meta)
 		}
 	}
 	if ns := inc.Object.Namespace; ns != "" {
