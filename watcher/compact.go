@@ -36,7 +36,31 @@ type CompactPod struct {
 // sharedSpec is the encoding of a trimmed PodSpec, shared by the cached
 // pods that have it; never modified. Only the encoding is kept: a decoded
 // spec is many times its size, and a new leader reconciles every pod.
-type sharedSpec struct{ raw []byte }
+type sharedSpec struct {
+	raw []byte
+	// decoded is the spec last decoded, until the collector finds no
+	// one holding it: a crash storm in one workload decodes its spec
+	// once per collection, not once per pod and reconcile, and nothing
+	// stays in memory for it.
+	mu      sync.Mutex
+	decoded weak.Pointer[corev1.PodSpec]
+}
+
+// decode returns the spec decoded; it must not be modified, as other
+// reconciles may be reading it.
+func (s *sharedSpec) decode() (*corev1.PodSpec, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if spec := s.decoded.Value(); spec != nil {
+		return spec, nil
+	}
+	spec := &corev1.PodSpec{}
+	if err := spec.Unmarshal(s.raw); err != nil {
+		return nil, err
+	}
+	s.decoded = weak.Make(spec)
+	return spec, nil
+}
 
 // GetObjectKind is empty, as for every object of a typed informer.
 func (c *CompactPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
@@ -51,12 +75,15 @@ func (c *CompactPod) DeepCopyObject() runtime.Object {
 
 // Pod decodes the cached pod into a corev1.Pod. Like every object a
 // cache hands out it must not be modified: its metadata's maps and slices
-// are the cache's; the spec and status are decoded anew.
+// are the cache's, its spec's slices are shared with the other pods of
+// its workload (sharedSpec.decode); the status is decoded anew.
 func (c *CompactPod) Pod() (*corev1.Pod, error) {
 	pod := &corev1.Pod{ObjectMeta: c.ObjectMeta}
-	if err := pod.Spec.Unmarshal(c.spec.raw); err != nil {
+	spec, err := c.spec.decode()
+	if err != nil {
 		return nil, fmt.Errorf("decoding cached pod %s/%s: %w", c.Namespace, c.Name, err)
 	}
+	pod.Spec = *spec
 	pod.Spec.NodeName = c.nodeName
 	if err := pod.Status.Unmarshal(c.status); err != nil {
 		return nil, fmt.Errorf("decoding cached pod %s/%s: %w", c.Namespace, c.Name, err)

@@ -108,3 +108,63 @@ func TestSharedSpecGoesWithItsLastPod(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicasDecodeTheirSpecOnce: while a decoded spec is in use, the
+// other replicas of its workload are expanded from it rather than decode
+// it again, each with its own node name; once nothing uses it, it is not
+// kept.
+func TestReplicasDecodeTheirSpecOnce(t *testing.T) {
+	in := newInterner(1024)
+	compact := func(name, node string) *CompactPod {
+		pod := crashingPod(name)
+		pod.Spec.NodeName = node
+		c, err := compactPod(pod, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := compact("shop-a", "node-1"), compact("shop-b", "node-2")
+	inUse, err := a.spec.decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.spec.decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != inUse {
+		t.Error("a replica's spec was decoded again while the first decode was in use")
+	}
+	podA, err := a.Pod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	podB, err := b.Pod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if podA.Spec.NodeName != "node-1" || podB.Spec.NodeName != "node-2" || inUse.NodeName != "" {
+		t.Errorf("node names %q and %q (shared spec %q), want node-1, node-2 and none", podA.Spec.NodeName, podB.Spec.NodeName, inUse.NodeName)
+	}
+	if &podA.Spec.Containers[0] != &inUse.Containers[0] {
+		t.Error("an expanded pod does not read the shared decode")
+	}
+	runtime.KeepAlive(inUse)
+	inUse, again = nil, nil
+	deadline := time.Now().Add(10 * time.Second)
+	for a.spec.decodedHeld() && time.Now().Before(deadline) {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if a.spec.decodedHeld() {
+		t.Error("the decoded spec is kept after nothing uses it")
+	}
+}
+
+// decodedHeld says whether a decode of the spec is still in memory.
+func (s *sharedSpec) decodedHeld() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decoded.Value() != nil
+}
