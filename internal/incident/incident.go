@@ -209,6 +209,9 @@ type Incident struct {
 	// snap is the ledger's copy of the incident as of snap.rev: reused
 	// by Snapshot until the incident changes.
 	snap *Incident
+	// listed and ordered: the snapshots that last listed the incident and
+	// last placed it in order (snaporder.go).
+	listed, ordered uint64
 }
 
 // Pending is one notification and the sinks that have not accepted it.

@@ -63,6 +63,8 @@ type Tracker struct {
 	muting
 	// deliveries keeps which sinks still owe what (delivery.go).
 	deliveries
+	// order keeps the ledger's snapshots in order (snaporder.go).
+	order snapshotOrder
 }
 
 // NewTracker makes an empty tracker.

@@ -117,22 +117,15 @@ func (t *Tracker) Snapshot() ([]Incident, uint64) {
 // copying every retained incident each second was the largest part of a
 // flush.
 func (t *Tracker) SharedSnapshot() ([]*Incident, uint64) {
-	out, version := func() ([]*Incident, uint64) {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		t.forgetResolved(t.opts.Now(), t.opts.Retention)
-		all := append(t.all(), t.waits.records()...)
-		out := make([]*Incident, len(all))
-		for i, inc := range all {
-			out[i] = inc.shared()
-		}
-		return out, t.version
-	}()
-	// Sorted after the lock is let go: the snapshots are never changed
-	// once made, and the workers need not wait for the sort of every
-	// incident the ledger holds (~1–2 ms each second under churn).
-	slices.SortFunc(out, func(a, b *Incident) int { return strings.Compare(a.ID, b.ID) })
-	return out, version
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forgetResolved(t.opts.Now(), t.opts.Retention)
+	all := t.order.sorted(append(t.all(), t.waits.records()...))
+	out := make([]*Incident, len(all))
+	for i, inc := range all {
+		out[i] = inc.shared()
+	}
+	return out, t.version
 }
 
 // Restore loads incidents from the ledger into an empty tracker.
