@@ -214,9 +214,22 @@ func (r *run) churn(ctx context.Context) error {
 	for _, rate := range rates {
 		floors[rate] = r.step(ctx, rate, &floorObs, floor.proc, floor.posted.Load)
 	}
-	stopWatch()
 	r.report.FloorRSSAfterChurn = floor.proc.rss()
 	floor.stop()
+	// Then the cache notifier, the same steps again: what a notifier with
+	// a cache of whole pods costs (kubewatch's design; cachenotifier.go).
+	cached, err := startCacheNotifier(r.kubeconfig, r.opts.Dir, r.opts.GOMAXPROCS)
+	if err != nil {
+		return err
+	}
+	r.report.CacheRSSAfterSync = cached.proc.rss()
+	caches := map[float64]StepResult{}
+	for _, rate := range rates {
+		caches[rate] = r.step(ctx, rate, &floorObs, cached.proc, cached.posted.Load)
+	}
+	stopWatch()
+	r.report.CacheRSSAfterChurn = cached.proc.rss()
+	cached.stop()
 
 	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n, r.opts.GOMAXPROCS, !r.opts.NoPprof, r.heraldEnv...)
 	if err != nil {
@@ -253,7 +266,7 @@ func (r *run) churn(ctx context.Context) error {
 			}
 			h.saveProfile("/debug/pprof/allocs?gc=1", filepath.Join(r.opts.Dir, fmt.Sprintf("allocs-%.0f-end.pprof", rate)), r.opts.Logf)
 		}
-		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Herald: res})
+		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Cache: caches[rate], Herald: res})
 	}
 	r.report.HeraldRSSAfterChurn = h.rss()
 	if m, err := h.get("/metrics"); err == nil {
@@ -299,7 +312,7 @@ func (r *run) step(ctx context.Context, rate float64, obs *atomic.Pointer[observ
 	}
 	who := "herald"
 	if posted != nil {
-		who = "floor"
+		who = proc.name
 	}
 	errNote := ""
 	if sent.firstErr != nil {

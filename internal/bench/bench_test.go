@@ -11,7 +11,7 @@ import (
 )
 
 // TestMain lets the benchmark start this test binary as its floor
-// notifier, as herald-bench starts itself.
+// notifier and its cache notifier, as herald-bench starts itself.
 func TestMain(m *testing.M) {
 	RunFloorNotifierIfAsked()
 	os.Exit(m.Run())
@@ -20,10 +20,9 @@ func TestMain(m *testing.M) {
 // TestSmoke runs the whole benchmark small (250 then 500 pods with the
 // Deployments, ReplicaSets, ConfigMaps, Secrets and Nodes that go with
 // them, 10 and 50 patches/s for 10 s each, idle CPU over 3 s instead of
-// 15),
-// so that it cannot rot: every patch must be seen by the floor watch,
-// posted by the floor notifier and notified by herald exactly once, and
-// the report must have its figures.
+// 15), so that it cannot rot: every patch must be seen by the floor
+// watch, posted by the floor and cache notifiers and notified by herald
+// exactly once, and the report must have its figures.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and herald")
@@ -64,8 +63,9 @@ func TestSmoke(t *testing.T) {
 	if report.RMax < 50 {
 		t.Fatalf("r_max %.0f/s: the control plane cannot take the smoke run's 50/s", report.RMax)
 	}
-	if report.HeraldRSSAfterChurn <= 0 || report.FloorRSSAfterChurn <= 0 {
-		t.Errorf("RSS after the churn: herald %d, floor notifier %d bytes; want both", report.HeraldRSSAfterChurn, report.FloorRSSAfterChurn)
+	if report.HeraldRSSAfterChurn <= 0 || report.FloorRSSAfterChurn <= 0 || report.CacheRSSAfterChurn <= 0 || report.CacheRSSAfterSync <= 0 {
+		t.Errorf("RSS after the churn: herald %d, floor notifier %d, cache notifier %d (after sync %d) bytes; want all",
+			report.HeraldRSSAfterChurn, report.FloorRSSAfterChurn, report.CacheRSSAfterChurn, report.CacheRSSAfterSync)
 	}
 	if len(report.Churn) != 2 {
 		t.Fatalf("churn steps: %d, want the two asked for", len(report.Churn))
@@ -87,6 +87,10 @@ func TestSmoke(t *testing.T) {
 		// its CPU per notification is measured like herald's.
 		if c.Floor.Notified != c.Floor.Delivered || c.Floor.CPUPer1000 <= 0 {
 			t.Errorf("floor notifier at %.0f/s: posted %d of %d patches, %.2f CPU-s/1000", c.Rate, c.Floor.Notified, c.Floor.Delivered, c.Floor.CPUPer1000)
+		}
+		// So does the cache notifier, from its cache of whole pods.
+		if !c.Cache.Exact() || c.Cache.Notified != c.Cache.Delivered || c.Cache.Delivered != c.Cache.Offered || c.Cache.CPUPer1000 <= 0 {
+			t.Errorf("cache notifier at %.0f/s: posted %d of %d patches (%d offered), %.2f CPU-s/1000", c.Rate, c.Cache.Notified, c.Cache.Delivered, c.Cache.Offered, c.Cache.CPUPer1000)
 		}
 	}
 }

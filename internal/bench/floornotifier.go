@@ -33,25 +33,33 @@ import (
 
 // floorNotifierEnv, set to "<kubeconfig> <url>", makes the benchmark's
 // binary (herald-bench, or this package's test binary) run the floor
-// notifier instead of itself: see RunFloorNotifierIfAsked.
-const floorNotifierEnv = "HERALD_BENCH_FLOOR_NOTIFIER"
+// notifier instead of itself, and cacheNotifierEnv the cache notifier
+// (cachenotifier.go): see RunFloorNotifierIfAsked.
+const (
+	floorNotifierEnv = "HERALD_BENCH_FLOOR_NOTIFIER"
+	cacheNotifierEnv = "HERALD_BENCH_CACHE_NOTIFIER"
+)
 
-// floorReady is the line the floor notifier prints once its watch runs.
+// floorReady is the line a reference notifier prints once its watch runs
+// (the cache notifier: once its cache has synced).
 const floorReady = "floor notifier: watching"
 
-// RunFloorNotifierIfAsked runs the floor notifier and exits if this
-// process was started as one; otherwise it returns at once. herald-bench's
-// main and this package's TestMain call it first.
+// RunFloorNotifierIfAsked runs the floor notifier or the cache notifier
+// and exits if this process was started as one; otherwise it returns at
+// once. herald-bench's main and this package's TestMain call it first.
 func RunFloorNotifierIfAsked() {
-	arg, ok := os.LookupEnv(floorNotifierEnv)
-	if !ok {
-		return
+	run, arg, ok := runFloorNotifier, "", false
+	if arg, ok = os.LookupEnv(floorNotifierEnv); !ok {
+		if arg, ok = os.LookupEnv(cacheNotifierEnv); !ok {
+			return
+		}
+		run = runCacheNotifier
 	}
 	kubeconfig, url, _ := strings.Cut(arg, " ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := runFloorNotifier(ctx, kubeconfig, url); err != nil && ctx.Err() == nil {
-		fmt.Fprintln(os.Stderr, "floor notifier:", err)
+	if err := run(ctx, kubeconfig, url); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "reference notifier:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
@@ -104,8 +112,8 @@ func runFloorNotifier(ctx context.Context, kubeconfig, url string) error {
 	}
 }
 
-// floorNotifier is a running floor notifier and the receiver counting
-// what it posts.
+// floorNotifier is a running reference notifier (the floor notifier or
+// the cache notifier) and the receiver counting what it posts.
 type floorNotifier struct {
 	proc   *heraldProc // for its CPU time and log; not a herald
 	recv   *httptest.Server
@@ -115,6 +123,16 @@ type floorNotifier struct {
 // startFloorNotifier starts the floor notifier against kubeconfig and
 // waits until its watch runs.
 func startFloorNotifier(kubeconfig, dir string, gomaxprocs int) (*floorNotifier, error) {
+	return startReferenceNotifier("floor notifier", floorNotifierEnv, kubeconfig, dir, gomaxprocs)
+}
+
+// startCacheNotifier starts the cache notifier against kubeconfig and
+// waits until its cache has synced.
+func startCacheNotifier(kubeconfig, dir string, gomaxprocs int) (*floorNotifier, error) {
+	return startReferenceNotifier("cache notifier", cacheNotifierEnv, kubeconfig, dir, gomaxprocs)
+}
+
+func startReferenceNotifier(name, env, kubeconfig, dir string, gomaxprocs int) (*floorNotifier, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -124,14 +142,14 @@ func startFloorNotifier(kubeconfig, dir string, gomaxprocs int) (*floorNotifier,
 		io.Copy(io.Discard, r.Body)
 		f.posted.Add(1)
 	}))
-	p := &heraldProc{name: "floor notifier", log: filepath.Join(dir, "floor-notifier.log"), exited: make(chan struct{})}
+	p := &heraldProc{name: name, log: filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".log"), exited: make(chan struct{})}
 	logFile, err := os.Create(p.log)
 	if err != nil {
 		f.recv.Close()
 		return nil, err
 	}
 	p.cmd = exec.Command(self)
-	p.cmd.Env = append(procEnv(gomaxprocs), floorNotifierEnv+"="+kubeconfig+" "+f.recv.URL)
+	p.cmd.Env = append(procEnv(gomaxprocs), env+"="+kubeconfig+" "+f.recv.URL)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
@@ -141,7 +159,7 @@ func startFloorNotifier(kubeconfig, dir string, gomaxprocs int) (*floorNotifier,
 	}
 	go func() { p.cmd.Wait(); logFile.Close(); close(p.exited) }()
 	f.proc = p
-	if err := p.waitFor("the floor notifier's watch", time.Minute, func() bool {
+	if err := p.waitFor("the "+name+"'s watch", 5*time.Minute, func() bool {
 		b, _ := os.ReadFile(p.log)
 		return bytes.Contains(b, []byte(floorReady))
 	}); err != nil {

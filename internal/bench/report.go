@@ -51,6 +51,11 @@ type Report struct {
 	// cached notifier's.
 	HeraldRSSAfterChurn int64 `json:"herald_rss_after_churn_bytes,omitempty"`
 	FloorRSSAfterChurn  int64 `json:"floor_rss_after_churn_bytes,omitempty"`
+	// CacheRSSAfterSync and CacheRSSAfterChurn are the cache notifier's
+	// (a cache of whole pods, as kubewatch keeps) once synced and after
+	// its last churn step.
+	CacheRSSAfterSync  int64 `json:"cache_rss_after_sync_bytes,omitempty"`
+	CacheRSSAfterChurn int64 `json:"cache_rss_after_churn_bytes,omitempty"`
 	// Sustained is the highest rate herald kept up with: every
 	// notification delivered exactly once and p99.9 under a second.
 	Sustained float64 `json:"sustained_rate"`
@@ -80,6 +85,7 @@ type SizeResult struct {
 type ChurnResult struct {
 	Rate   float64    `json:"rate"`
 	Floor  StepResult `json:"floor"`
+	Cache  StepResult `json:"cache"` // the cache notifier's, timed by the floor watch
 	Herald StepResult `json:"herald"`
 }
 
@@ -210,21 +216,25 @@ func (r *Report) Table(w io.Writer) {
 	fmt.Fprintf(w, "\nidle on %d pods (leader, nothing changing): %.2f%% of a core\n", r.ChurnAt, 100*r.IdleCPU)
 	fmt.Fprintf(w, "\nchurn on %d pods, %.0f s per rate; r_max %.0f patches/s\n\n", r.ChurnAt, r.StepSecs, r.RMax)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rate/s\tpatches\tL0 p50\tL0 p99\tL0 p99.9\therald p50\tp99\tp99.9\tmax\tp99−L0 p99\tdelivered\tmissed\tdup\tunexpected\tCPU s/1000\tfloor CPU s/1000\t")
+	fmt.Fprintln(tw, "rate/s\tpatches\tL0 p50\tL0 p99\tL0 p99.9\therald p50\tp99\tp99.9\tmax\tp99−L0 p99\tdelivered\tmissed\tdup\tunexpected\tCPU s/1000\tfloor CPU s/1000\tcache CPU s/1000\t")
 	for _, c := range r.Churn {
 		f, h := c.Floor, c.Herald
-		fmt.Fprintf(tw, "%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t\n", c.Rate, h.Offered,
+		fmt.Fprintf(tw, "%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t\n", c.Rate, h.Offered,
 			f.Latency.P50, f.Latency.P99, f.Latency.P999, h.Latency.P50, h.Latency.P99, h.Latency.P999, h.Latency.Max,
-			h.Latency.P99-f.Latency.P99, h.Delivered, h.Missed, h.Duplicated, h.Unexpected, h.CPUPer1000, f.CPUPer1000)
+			h.Latency.P99-f.Latency.P99, h.Delivered, h.Missed, h.Duplicated, h.Unexpected, h.CPUPer1000, f.CPUPer1000, c.Cache.CPUPer1000)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nlatencies in ms from each patch's due time; sustained (exactly once, p99.9 < 1 s) up to %.0f/s (%.0f%% of r_max)\n",
 		r.Sustained, 100*r.Sustained/max(r.RMax, 1))
-	fmt.Fprintf(w, "RSS after the churn: herald %.1f MB, the floor notifier (no cache) %.1f MB\n", mb(r.HeraldRSSAfterChurn), mb(r.FloorRSSAfterChurn))
+	fmt.Fprintf(w, "RSS after the churn: herald %.1f MB, the floor notifier (no cache) %.1f MB, the cache notifier (whole pods) %.1f MB (%.1f MB after its sync)\n",
+		mb(r.HeraldRSSAfterChurn), mb(r.FloorRSSAfterChurn), mb(r.CacheRSSAfterChurn), mb(r.CacheRSSAfterSync))
 	var notes []string
 	for _, c := range r.Churn {
 		if !c.Floor.Exact() {
 			notes = append(notes, fmt.Sprintf("floor at %.0f/s: %d failed, %d missed, %d dup", c.Rate, c.Floor.Failed, c.Floor.Missed, c.Floor.Duplicated))
+		}
+		if c.Cache.Notified != c.Cache.Delivered {
+			notes = append(notes, fmt.Sprintf("cache notifier at %.0f/s: posted %d of %d", c.Rate, c.Cache.Notified, c.Cache.Delivered))
 		}
 	}
 	if len(notes) > 0 {
