@@ -85,6 +85,7 @@ func snapshot(inc *Incident) Incident {
 	s.Starts = slices.Clone(inc.Starts)
 	s.Pending = nil
 	s.snap = nil
+	s.listed, s.ordered = 0, 0 // this tracker's snapshot order's, not the copy's
 	return s
 }
 

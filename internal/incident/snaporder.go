@@ -23,7 +23,8 @@ type snapshotOrder struct {
 
 // sorted returns all (the incidents of this snapshot, each once) by ID,
 // and keeps that order for the next call. The slice it returns is the
-// order's own until the call after next. Expects the tracker's lock.
+// order's own and valid only until the next call: copy it before the
+// tracker's lock is let go. Expects the tracker's lock.
 func (o *snapshotOrder) sorted(all []*Incident) []*Incident {
 	o.call++
 	for _, inc := range all {
@@ -49,7 +50,9 @@ func (o *snapshotOrder) sorted(all []*Incident) []*Incident {
 		slices.SortFunc(added, byID)
 		result, spare = mergeByID(o.last[:0], kept, added), kept
 	}
-	clear(spare[:cap(spare)]) // holds no incident the tracker let go
+	// Neither slice holds on to an incident the tracker let go.
+	clear(spare[:cap(spare)])
+	clear(result[len(result):cap(result)])
 	o.last, o.spare = result, spare[:0]
 	return result
 }
