@@ -38,10 +38,11 @@ type CompactPod struct {
 // spec is many times its size, and a new leader reconciles every pod.
 type sharedSpec struct {
 	raw []byte
-	// decoded is the spec last decoded, until the collector finds no
-	// one holding it: a crash storm in one workload decodes its spec
-	// once per collection, not once per pod and reconcile, and nothing
-	// stays in memory for it.
+	// decoded is the spec last decoded, until the next collection:
+	// expanded pods copy it (sharing its slices), so nothing holds it
+	// once they are made. A crash storm in one workload decodes its spec
+	// about once per collection rather than once per pod and reconcile,
+	// and nothing stays in memory for it.
 	mu      sync.Mutex
 	decoded weak.Pointer[corev1.PodSpec]
 }
