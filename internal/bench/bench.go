@@ -50,9 +50,9 @@ type Options struct {
 	// stand-in kubelet that serves the bench's nodes (within the
 	// context's own budget of API requests per second).
 	NoContext bool
-	// GOMAXPROCS, if set, runs herald and the floor notifier alike with
-	// that many Ps (the GOMAXPROCS environment variable); 0 leaves both
-	// at Go's default, one per core.
+	// GOMAXPROCS, if set, runs herald and the floor and cache notifiers
+	// alike with that many Ps (the GOMAXPROCS environment variable); 0
+	// leaves them at Go's default, one per core.
 	GOMAXPROCS int
 	// NoPprof runs herald as deployed, without --pprof: no profiles are
 	// taken, and memory is read without forcing a collection first (the

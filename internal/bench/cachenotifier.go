@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ import (
 // The cache notifier is a notifier built the way kubewatch is described:
 // a client-go shared informer per watched kind caching whole objects,
 // decoded as client-go decodes by default (JSON), an event handler that
-// puts each update's key on a rate-limited work queue, and a worker that
+// puts each update on a rate-limited work queue, and a worker that
 // reads the object from the cache and POSTs one small JSON document. It
 // judges, keeps and deduplicates nothing beyond that. kubewatch itself
 // could not be run here (not served by the module proxy this machine
@@ -43,9 +44,11 @@ func runCacheNotifier(ctx context.Context, kubeconfig, url string) error {
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	defer queue.ShutDown()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// One queue entry per update (the pod's key would let the work
+		// queue fold two updates of a pod into one POST).
 		UpdateFunc: func(_, obj any) {
-			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-				queue.Add(key)
+			if pod, ok := obj.(*corev1.Pod); ok {
+				queue.Add(pod.Namespace + "/" + pod.Name + "@" + pod.ResourceVersion)
 			}
 		},
 	}); err != nil {
@@ -64,7 +67,8 @@ func runCacheNotifier(ctx context.Context, kubeconfig, url string) error {
 		if shutdown {
 			return ctx.Err()
 		}
-		post(hc, url, pods.GetIndexer(), key)
+		name, _, _ := strings.Cut(key, "@")
+		post(hc, url, pods.GetIndexer(), name)
 		queue.Done(key)
 		queue.Forget(key)
 	}
