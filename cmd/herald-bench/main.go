@@ -33,7 +33,7 @@ func main() {
 	onlyAsked := flag.Bool("only-asked", false, "offer only -rates, not 80% and 100% of r_max")
 	noContext := flag.Bool("no-context", false, "run herald with its crash context off (context.enabled: false); on by default, as in herald")
 	noPprof := flag.Bool("no-pprof", false, "run herald as deployed, without --pprof: no profiles, and memory read without forcing a collection first (the heap column is then the heap allocated, garbage included); for the RSS a cluster sees")
-	gomaxprocs := flag.Int("gomaxprocs", 0, "run herald and the floor notifier alike with GOMAXPROCS=N (0: as the environment has it, else Go's default); the load generator and the floor watch are not limited")
+	gomaxprocs := flag.Int("gomaxprocs", 0, "run herald and the floor and cache notifiers alike with GOMAXPROCS=N (0: as the environment has it, else Go's default); the load generator and the floor watch are not limited")
 	soak := flag.Duration("soak", 0, "instead of the benchmark, churn at half of r_max for this long and sample herald every 10 s (make soak; reads only -herald, -soak-pods and -out)")
 	soakPods := flag.Int("soak-pods", 5000, "pods for -soak")
 	cluster := flag.Bool("cluster", false, "add what goes with the pods in a real cluster: a Deployment, a ReplicaSet, a ConfigMap and a Secret per 10 pods and a Node per 150 (make bench-scale), with rules on the Deployments and Nodes; the bare LIST then covers every kind herald lists")
