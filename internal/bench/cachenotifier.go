@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -76,18 +72,7 @@ func runCacheNotifier(ctx context.Context, kubeconfig, url string) error {
 
 // post sends the pod key names as the cache holds it now.
 func post(hc *http.Client, url string, store cache.Indexer, key string) {
-	obj, ok, err := store.GetByKey(key)
-	if err != nil || !ok {
-		return
+	if obj, ok, err := store.GetByKey(key); err == nil && ok {
+		postPod(hc, url, obj.(*corev1.Pod), "cache notifier")
 	}
-	pod := obj.(*corev1.Pod)
-	restarts, crash, _ := appState(pod)
-	body, _ := json.Marshal(map[string]any{"namespace": pod.Namespace, "name": pod.Name, "restartCount": restarts, "crashLooping": crash})
-	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cache notifier: POST:", err)
-		return
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 }

@@ -96,20 +96,24 @@ func runFloorNotifier(ctx context.Context, kubeconfig, url string) error {
 			}
 			ev = e
 		}
-		pod, ok := ev.Object.(*corev1.Pod)
-		if ev.Type != watch.Modified || !ok {
-			continue
+		if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Modified {
+			postPod(hc, url, pod, "floor notifier")
 		}
-		restarts, crash, _ := appState(pod)
-		body, _ := json.Marshal(map[string]any{"namespace": pod.Namespace, "name": pod.Name, "restartCount": restarts, "crashLooping": crash})
-		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "floor notifier: POST:", err)
-			continue
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
 	}
+}
+
+// postPod POSTs the small JSON document a reference notifier sends for
+// each pod update; who names the notifier in errors.
+func postPod(hc *http.Client, url string, pod *corev1.Pod, who string) {
+	restarts, crash, _ := appState(pod)
+	body, _ := json.Marshal(map[string]any{"namespace": pod.Namespace, "name": pod.Name, "restartCount": restarts, "crashLooping": crash})
+	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, who+": POST:", err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }
 
 // floorNotifier is a running reference notifier (the floor notifier or
