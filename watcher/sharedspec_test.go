@@ -50,18 +50,7 @@ func TestReplicasShareTheirSpec(t *testing.T) {
 			if a.spec == other.spec {
 				t.Error("a pod with another image holds the replicas' spec")
 			}
-			podA, err := a.Pod()
-			if err != nil {
-				t.Fatal(err)
-			}
-			podB, err := b.Pod()
-			if err != nil {
-				t.Fatal(err)
-			}
-			podC, err := other.Pod()
-			if err != nil {
-				t.Fatal(err)
-			}
+			podA, podB, podC := expanded(t, a), expanded(t, b), expanded(t, other)
 			if podA.Spec.NodeName != "node-1" || podB.Spec.NodeName != "node-2" || podC.Spec.NodeName != "node-1" {
 				t.Errorf("node names %q %q %q, want node-1 node-2 node-1", podA.Spec.NodeName, podB.Spec.NodeName, podC.Spec.NodeName)
 			}
@@ -136,14 +125,7 @@ func TestReplicasDecodeTheirSpecOnce(t *testing.T) {
 	if again != inUse {
 		t.Error("a replica's spec was decoded again while the first decode was in use")
 	}
-	podA, err := a.Pod()
-	if err != nil {
-		t.Fatal(err)
-	}
-	podB, err := b.Pod()
-	if err != nil {
-		t.Fatal(err)
-	}
+	podA, podB := expanded(t, a), expanded(t, b)
 	if podA.Spec.NodeName != "node-1" || podB.Spec.NodeName != "node-2" || inUse.NodeName != "" {
 		t.Errorf("node names %q and %q (shared spec %q), want node-1, node-2 and none", podA.Spec.NodeName, podB.Spec.NodeName, inUse.NodeName)
 	}
@@ -167,4 +149,14 @@ func (s *sharedSpec) decodedHeld() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.decoded.Value() != nil
+}
+
+// expanded is the cached pod c decoded, as a worker reads it.
+func expanded(t *testing.T, c *CompactPod) *corev1.Pod {
+	t.Helper()
+	pod, err := c.Pod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
 }
