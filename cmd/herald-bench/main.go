@@ -38,7 +38,7 @@ func main() {
 	soakPods := flag.Int("soak-pods", 5000, "pods for -soak")
 	cluster := flag.Bool("cluster", false, "add what goes with the pods in a real cluster: a Deployment, a ReplicaSet, a ConfigMap and a Secret per 10 pods and a Node per 150 (make bench-scale), with rules on the Deployments and Nodes; the bare LIST then covers every kind herald lists")
 	apiserverMemoryLimit := flag.String("apiserver-memory-limit", "", "the API server's GOMEMLIMIT (as 16GiB): at the largest sizes its garbage outgrows a 24 GB machine")
-	memoryLimit := flag.String("memory-limit", "", "tell herald its container's memory limit (HERALD_MEMORY_LIMIT, as the chart does), e.g. 512Mi: Go's soft limit is then 85% of it")
+	memoryLimit := flag.String("memory-limit", "", "herald's container memory limit, e.g. 512Mi: herald is told of it (HERALD_MEMORY_LIMIT, as the chart does; Go's soft limit is then 85% of it) and, where the bench can make a memory cgroup (as root), the kernel holds each herald to it as in a container, reclaiming and, past it, killing")
 	flag.Parse()
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

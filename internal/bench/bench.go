@@ -144,7 +144,10 @@ type run struct {
 	pods       *pods
 	objects    Objects  // the other objects made so far (Options.Cluster)
 	heraldEnv  []string // what every herald started is given
-	report     *Report
+	// limit is the memory cgroup limit every herald started is held to
+	// (Options.MemoryLimit, where this machine lets a cgroup be made).
+	limit  int64
+	report *Report
 }
 
 func (r *run) setUp(ctx context.Context) error {
@@ -183,6 +186,14 @@ func (r *run) setUp(ctx context.Context) error {
 	r.objects.Nodes = nodes
 	if r.opts.MemoryLimit > 0 {
 		r.heraldEnv = append(r.heraldEnv, fmt.Sprintf("HERALD_MEMORY_LIMIT=%d", r.opts.MemoryLimit))
+		// The kernel holds herald to it too, as a container's runtime does.
+		if probe, err := newMemcg(fmt.Sprintf("herald-bench-%d-probe", os.Getpid()), r.opts.MemoryLimit); err != nil {
+			r.opts.Logf("bench: herald is told of its %d MiB memory limit, but the kernel cannot hold it to it here: %v", r.opts.MemoryLimit>>20, err)
+		} else {
+			probe.remove()
+			r.limit = r.opts.MemoryLimit
+			r.report.MemoryLimitHeld = true
+		}
 	}
 	return os.WriteFile(r.config, []byte(heraldConfig(r.recv.URL, !r.opts.NoContext, r.opts.Cluster)), 0o600)
 }
@@ -231,7 +242,7 @@ func (r *run) churn(ctx context.Context) error {
 	r.report.CacheRSSAfterChurn = cached.proc.rss()
 	cached.stop()
 
-	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n, r.opts.GOMAXPROCS, !r.opts.NoPprof, r.heraldEnv...)
+	h, err := startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, -r.pods.n, r.opts.GOMAXPROCS, !r.opts.NoPprof, r.limit, r.heraldEnv...)
 	if err != nil {
 		return err
 	}
@@ -269,6 +280,7 @@ func (r *run) churn(ctx context.Context) error {
 		r.report.Churn = append(r.report.Churn, ChurnResult{Rate: rate, Floor: floors[rate], Cache: caches[rate], Herald: res})
 	}
 	r.report.HeraldRSSAfterChurn = h.rss()
+	r.report.HeraldContainerAfterChurn = h.container()
 	if m, err := h.get("/metrics"); err == nil {
 		os.WriteFile(filepath.Join(r.opts.Dir, "metrics.txt"), m, 0o644)
 	}

@@ -14,6 +14,7 @@ import (
 // notifier and its cache notifier, as herald-bench starts itself.
 func TestMain(m *testing.M) {
 	RunFloorNotifierIfAsked()
+	allocateIfAsked()
 	os.Exit(m.Run())
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -26,9 +27,19 @@ type heraldProc struct {
 	exited  chan struct{}
 	// profiling: herald runs with --pprof, and is profiled.
 	profiling bool
+	// memcg, if set, is the memory cgroup the process runs in (a
+	// container's limit, memcg.go); held is what it saw when the
+	// process exited.
+	memcg *memcg
+	held  Container
 }
 
-func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profiling bool, env ...string) (*heraldProc, error) {
+// heraldCgroups numbers the memory cgroups this benchmark makes.
+var heraldCgroups atomic.Int64
+
+// startHerald starts herald; with limit > 0, in a memory cgroup of its
+// own held to limit bytes, as a container is.
+func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profiling bool, limit int64, env ...string) (*heraldProc, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -44,6 +55,12 @@ func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profili
 	if profiling {
 		args = append(args, "--pprof")
 	}
+	if limit > 0 {
+		if h.memcg, err = newMemcg(fmt.Sprintf("herald-bench-%d-%d", os.Getpid(), heraldCgroups.Add(1)), limit); err != nil {
+			return nil, fmt.Errorf("holding herald to its memory limit: %w", err)
+		}
+		bin, args = h.memcg.wrap(bin, args)
+	}
 	h.cmd = exec.Command(bin, args...)
 	h.cmd.Env = append(procEnv(gomaxprocs), env...)
 	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
@@ -51,9 +68,20 @@ func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profili
 	h.started = time.Now()
 	if err := h.cmd.Start(); err != nil {
 		logFile.Close()
+		if h.memcg != nil {
+			h.memcg.remove()
+		}
 		return nil, err
 	}
-	go func() { h.cmd.Wait(); logFile.Close(); close(h.exited) }()
+	go func() {
+		h.cmd.Wait()
+		logFile.Close()
+		if h.memcg != nil {
+			h.held, _ = h.memcg.read()
+			h.memcg.remove()
+		}
+		close(h.exited)
+	}()
 	return h, nil
 }
 
@@ -74,7 +102,7 @@ func (h *heraldProc) waitFor(what string, timeout time.Duration, cond func() boo
 	for !cond() {
 		select {
 		case <-h.exited:
-			return fmt.Errorf("%s exited while waiting for %s:\n%s", h.name, what, h.tail())
+			return fmt.Errorf("%s exited while waiting for %s%s:\n%s", h.name, what, h.killedForMemory(), h.tail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -111,6 +139,34 @@ func (h *heraldProc) waitWorking(timeout time.Duration) error {
 		m, err := h.get("/metrics")
 		return err == nil && strings.Contains(string(m), `herald_workqueue_depth{name="herald"} 0`+"\n")
 	})
+}
+
+// container reports what herald's memory cgroup saw so far (nil without
+// one).
+func (h *heraldProc) container() *Container {
+	if h.memcg == nil {
+		return nil
+	}
+	select {
+	case <-h.exited:
+		c := h.held
+		return &c
+	default:
+	}
+	c, err := h.memcg.read()
+	if err != nil {
+		return nil
+	}
+	return &c
+}
+
+// killedForMemory says, for an error, that the kernel killed herald
+// at its memory limit, if it did.
+func (h *heraldProc) killedForMemory() string {
+	if c := h.container(); c != nil && c.OOMKills > 0 {
+		return fmt.Sprintf(" (killed at its %d MiB memory limit: out of memory)", c.Limit>>20)
+	}
+	return ""
 }
 
 func (h *heraldProc) get(path string) ([]byte, error) {

@@ -29,6 +29,9 @@ type Report struct {
 	APIServerMemoryLimit string `json:"apiserver_memory_limit,omitempty"`
 	// MemoryLimit herald was told of (Options.MemoryLimit; 0: none).
 	MemoryLimit int64 `json:"memory_limit_bytes,omitempty"`
+	// MemoryLimitHeld: the kernel held each herald to MemoryLimit, in a
+	// memory cgroup of its own (memcg.go), as a container's runtime does.
+	MemoryLimitHeld bool `json:"memory_limit_held,omitempty"`
 
 	Sizes []SizeResult `json:"sizes"`
 	// Slope is the cost of one more cached pod, between the two largest
@@ -50,7 +53,10 @@ type Report struct {
 	// cache, so its figure is the least a notifier's process costs, not a
 	// cached notifier's.
 	HeraldRSSAfterChurn int64 `json:"herald_rss_after_churn_bytes,omitempty"`
-	FloorRSSAfterChurn  int64 `json:"floor_rss_after_churn_bytes,omitempty"`
+	// HeraldContainerAfterChurn is what the churn's herald's memory
+	// cgroup saw, from its start (Report.MemoryLimitHeld).
+	HeraldContainerAfterChurn *Container `json:"herald_container_after_churn,omitempty"`
+	FloorRSSAfterChurn        int64      `json:"floor_rss_after_churn_bytes,omitempty"`
 	// CacheRSSAfterSync and CacheRSSAfterChurn are the cache notifier's
 	// (a cache of whole pods, as kubewatch keeps) once synced and after
 	// its last churn step.
@@ -72,6 +78,9 @@ type SizeResult struct {
 	// (KUBE_FEATURE_WatchListClient=false): pages of LIST, then a watch.
 	SyncPaged float64 `json:"herald_sync_paged_seconds"`
 	Memory    Memory  `json:"memory"`
+	// Container is what herald's memory cgroup saw from its start to
+	// the memory reading (Report.MemoryLimitHeld; nil otherwise).
+	Container *Container `json:"container,omitempty"`
 	// APIServer is what the bare LIST and herald's two starts cost the
 	// API server.
 	APIServer struct {
@@ -174,7 +183,11 @@ func (r *Report) Table(w io.Writer) {
 		fmt.Fprint(w, ", herald without --pprof (heap = allocated, garbage included)")
 	}
 	if r.MemoryLimit > 0 {
-		fmt.Fprintf(w, ", herald's memory limit %d MiB (Go's soft limit at 85%%)", r.MemoryLimit>>20)
+		fmt.Fprintf(w, ", herald's memory limit %d MiB (Go's soft limit at 85%%", r.MemoryLimit>>20)
+		if r.MemoryLimitHeld {
+			fmt.Fprint(w, "; held by a memory cgroup, as in a container")
+		}
+		fmt.Fprint(w, ")")
 	}
 	if r.APIServerMemoryLimit != "" {
 		fmt.Fprintf(w, ", the API server at GOMEMLIMIT=%s", r.APIServerMemoryLimit)
@@ -194,6 +207,11 @@ func (r *Report) Table(w io.Writer) {
 			mb(m.RSS), mb(m.RSSAnon), mb(m.RSSFile), mb(m.PeakRSS), mb(m.Heap), float64(m.RSS)/float64(s.Pods), float64(m.Heap)/float64(s.Pods))
 	}
 	tw.Flush()
+	for _, s := range r.Sizes {
+		if c := s.Container; c != nil {
+			fmt.Fprintf(w, "%d pods, herald in its memory cgroup from its start to the reading: %s\n", s.Pods, c)
+		}
+	}
 	fmt.Fprint(w, "\nwhat herald's start cost the API server, beside a bare LIST (each on a freshly restarted API server)\n\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "pods	\tCPU s	allocated MB	RSS +MB	pod LISTs	sync s	")
@@ -228,6 +246,9 @@ func (r *Report) Table(w io.Writer) {
 		r.Sustained, 100*r.Sustained/max(r.RMax, 1))
 	fmt.Fprintf(w, "RSS after the churn: herald %.1f MB, the floor notifier (no cache) %.1f MB, the cache notifier (whole pods) %.1f MB (%.1f MB after its sync)\n",
 		mb(r.HeraldRSSAfterChurn), mb(r.FloorRSSAfterChurn), mb(r.CacheRSSAfterChurn), mb(r.CacheRSSAfterSync))
+	if c := r.HeraldContainerAfterChurn; c != nil {
+		fmt.Fprintf(w, "herald in its memory cgroup, from its start to the churn's end: %s\n", c)
+	}
 	var notes []string
 	for _, c := range r.Churn {
 		if !c.Floor.Exact() {

@@ -67,7 +67,7 @@ func (r *run) size(ctx context.Context, n int) error {
 	var paged *heraldProc
 	res.APIServer.StartPaged, err = probe.measure(ctx, func() error {
 		var err error
-		if paged, err = startHerald(r.opts.Herald, r.kubeconfig, r.config, pagedDir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof, slices.Concat(r.heraldEnv, []string{"KUBE_FEATURE_WatchListClient=false"})...); err != nil {
+		if paged, err = startHerald(r.opts.Herald, r.kubeconfig, r.config, pagedDir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof, r.limit, slices.Concat(r.heraldEnv, []string{"KUBE_FEATURE_WatchListClient=false"})...); err != nil {
 			return err
 		}
 		sync, err := paged.waitSynced(5 * time.Minute)
@@ -83,7 +83,7 @@ func (r *run) size(ctx context.Context, n int) error {
 	var h *heraldProc
 	res.APIServer.StartStreaming, err = probe.measure(ctx, func() error {
 		var err error
-		if h, err = startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof, r.heraldEnv...); err != nil {
+		if h, err = startHerald(r.opts.Herald, r.kubeconfig, r.config, r.opts.Dir, n, r.opts.GOMAXPROCS, !r.opts.NoPprof, r.limit, r.heraldEnv...); err != nil {
 			return err
 		}
 		sync, err := h.waitSynced(5 * time.Minute)
@@ -101,6 +101,9 @@ func (r *run) size(ctx context.Context, n int) error {
 	}
 	if res.Memory, err = h.memory(filepath.Join(r.opts.Dir, fmt.Sprintf("heap-%d.pprof", n))); err != nil {
 		return err
+	}
+	if res.Container = h.container(); res.Container != nil {
+		r.opts.Logf("bench: %d pods: herald in its memory cgroup since its start: %s", n, res.Container)
 	}
 	r.opts.Logf("bench: %d pods: bare LIST %.2fs (%d pages), herald synced in %.2fs (%.2fs with paged lists), RSS %.1f MB (anon %.1f, file %.1f), heap %.1f MB",
 		n, res.BareList, pages, res.Sync, res.SyncPaged, mb(res.Memory.RSS), mb(res.Memory.RSSAnon), mb(res.Memory.RSSFile), mb(res.Memory.Heap))

@@ -87,7 +87,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 		return nil, err
 	}
 	rep.Rate = math.Floor(opts.Fraction * rep.RMax)
-	h, err := startHerald(opts.Herald, r.kubeconfig, r.config, opts.Dir, opts.Pods, 0, true)
+	h, err := startHerald(opts.Herald, r.kubeconfig, r.config, opts.Dir, opts.Pods, 0, true, 0)
 	if err != nil {
 		return nil, err
 	}
