@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -126,17 +125,19 @@ type floorNotifier struct {
 
 // startFloorNotifier starts the floor notifier against kubeconfig and
 // waits until its watch runs.
-func startFloorNotifier(kubeconfig, dir string, gomaxprocs int) (*floorNotifier, error) {
-	return startReferenceNotifier("floor notifier", floorNotifierEnv, kubeconfig, dir, gomaxprocs)
+func startFloorNotifier(kubeconfig, dir string, gomaxprocs int, limit int64) (*floorNotifier, error) {
+	return startReferenceNotifier("floor notifier", floorNotifierEnv, kubeconfig, dir, gomaxprocs, limit)
 }
 
 // startCacheNotifier starts the cache notifier against kubeconfig and
 // waits until its cache has synced.
-func startCacheNotifier(kubeconfig, dir string, gomaxprocs int) (*floorNotifier, error) {
-	return startReferenceNotifier("cache notifier", cacheNotifierEnv, kubeconfig, dir, gomaxprocs)
+func startCacheNotifier(kubeconfig, dir string, gomaxprocs int, limit int64) (*floorNotifier, error) {
+	return startReferenceNotifier("cache notifier", cacheNotifierEnv, kubeconfig, dir, gomaxprocs, limit)
 }
 
-func startReferenceNotifier(name, env, kubeconfig, dir string, gomaxprocs int) (*floorNotifier, error) {
+// startReferenceNotifier starts a reference notifier; with limit > 0
+// held to it as herald is, so that both meet the same container.
+func startReferenceNotifier(name, env, kubeconfig, dir string, gomaxprocs int, limit int64) (*floorNotifier, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -146,31 +147,30 @@ func startReferenceNotifier(name, env, kubeconfig, dir string, gomaxprocs int) (
 		io.Copy(io.Discard, r.Body)
 		f.posted.Add(1)
 	}))
-	p := &heraldProc{name: name, log: filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".log"), exited: make(chan struct{})}
-	logFile, err := os.Create(p.log)
+	p, err := startProc(name, self, nil, append(procEnv(gomaxprocs), env+"="+kubeconfig+" "+f.recv.URL),
+		filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".log"), limit)
 	if err != nil {
 		f.recv.Close()
 		return nil, err
 	}
-	p.cmd = exec.Command(self)
-	p.cmd.Env = append(procEnv(gomaxprocs), env+"="+kubeconfig+" "+f.recv.URL)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
-		f.recv.Close()
-		return nil, err
-	}
-	go func() { p.cmd.Wait(); logFile.Close(); close(p.exited) }()
 	f.proc = p
 	if err := p.waitFor("the "+name+"'s watch", 5*time.Minute, func() bool {
 		b, _ := os.ReadFile(p.log)
 		return bytes.Contains(b, []byte(floorReady))
 	}); err != nil {
 		f.stop()
-		return nil, err
+		return f, err // its process has exited: f.container says whether at its memory limit
 	}
 	return f, nil
+}
+
+// container reports what the notifier's memory cgroup saw (nil without
+// one, or without a notifier).
+func (f *floorNotifier) container() *Container {
+	if f == nil || f.proc == nil {
+		return nil
+	}
+	return f.proc.container()
 }
 
 func (f *floorNotifier) stop() {

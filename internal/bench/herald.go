@@ -46,43 +46,56 @@ func startHerald(bin, kubeconfig, config, dir string, n, gomaxprocs int, profili
 	}
 	addr := l.Addr().String()
 	l.Close()
-	h := &heraldProc{name: "herald", addr: addr, log: filepath.Join(dir, fmt.Sprintf("herald-%d.log", n)), exited: make(chan struct{}), profiling: profiling}
-	logFile, err := os.Create(h.log)
-	if err != nil {
-		return nil, err
-	}
 	args := []string{"run", "--config", config, "--kubeconfig", kubeconfig, "--metrics-addr", addr, "--config-reload-interval", "0"}
 	if profiling {
 		args = append(args, "--pprof")
 	}
-	if limit > 0 {
-		if h.memcg, err = newMemcg(fmt.Sprintf("herald-bench-%d-%d", os.Getpid(), heraldCgroups.Add(1)), limit); err != nil {
-			return nil, fmt.Errorf("holding herald to its memory limit: %w", err)
-		}
-		bin, args = h.memcg.wrap(bin, args)
+	h, err := startProc("herald", bin, args, append(procEnv(gomaxprocs), env...), filepath.Join(dir, fmt.Sprintf("herald-%d.log", n)), limit)
+	if err != nil {
+		return nil, err
 	}
-	h.cmd = exec.Command(bin, args...)
-	h.cmd.Env = append(procEnv(gomaxprocs), env...)
-	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	h.started = time.Now()
-	if err := h.cmd.Start(); err != nil {
+	h.addr, h.profiling = addr, profiling
+	return h, nil
+}
+
+// startProc starts a measured process (herald, or a reference notifier)
+// logging to log; with limit > 0, in a memory cgroup of its own held to
+// limit bytes.
+func startProc(name, bin string, args, env []string, log string, limit int64) (*heraldProc, error) {
+	p := &heraldProc{name: name, log: log, exited: make(chan struct{})}
+	logFile, err := os.Create(p.log)
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 {
+		if p.memcg, err = newMemcg(fmt.Sprintf("herald-bench-%d-%d", os.Getpid(), heraldCgroups.Add(1)), limit); err != nil {
+			logFile.Close()
+			return nil, fmt.Errorf("holding the %s to its memory limit: %w", name, err)
+		}
+		bin, args = p.memcg.wrap(bin, args)
+	}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
 		logFile.Close()
-		if h.memcg != nil {
-			h.memcg.remove()
+		if p.memcg != nil {
+			p.memcg.remove()
 		}
 		return nil, err
 	}
 	go func() {
-		h.cmd.Wait()
+		p.cmd.Wait()
 		logFile.Close()
-		if h.memcg != nil {
-			h.held, _ = h.memcg.read()
-			h.memcg.remove()
+		if p.memcg != nil {
+			p.held, _ = p.memcg.read()
+			p.memcg.remove()
 		}
-		close(h.exited)
+		close(p.exited)
 	}()
-	return h, nil
+	return p, nil
 }
 
 // procEnv is the environment of a measured process: the bench's, with

@@ -62,6 +62,9 @@ type Report struct {
 	// its last churn step.
 	CacheRSSAfterSync  int64 `json:"cache_rss_after_sync_bytes,omitempty"`
 	CacheRSSAfterChurn int64 `json:"cache_rss_after_churn_bytes,omitempty"`
+	// CacheContainer is what the cache notifier's memory cgroup saw
+	// (Report.MemoryLimitHeld): through its steps, or to its OOM kill.
+	CacheContainer *Container `json:"cache_container,omitempty"`
 	// Sustained is the highest rate herald kept up with: every
 	// notification delivered exactly once and p99.9 under a second.
 	Sustained float64 `json:"sustained_rate"`
@@ -248,6 +251,9 @@ func (r *Report) Table(w io.Writer) {
 		mb(r.HeraldRSSAfterChurn), mb(r.FloorRSSAfterChurn), mb(r.CacheRSSAfterChurn), mb(r.CacheRSSAfterSync))
 	if c := r.HeraldContainerAfterChurn; c != nil {
 		fmt.Fprintf(w, "herald in its memory cgroup, from its start to the churn's end: %s\n", c)
+	}
+	if c := r.CacheContainer; c != nil {
+		fmt.Fprintf(w, "the cache notifier in its memory cgroup: %s\n", c)
 	}
 	var notes []string
 	for _, c := range r.Churn {
