@@ -36,8 +36,14 @@ func archivable(inc *Incident) bool {
 }
 
 // archive tracks which archive shard holds each archived incident's
-// current copy.
+// current copy. The journal (journal.go) is another archive, of the
+// open incidents' changes: its shards fill and seal the same way.
 type archive struct {
+	// kind names its shards, <ledger>-<kind>-<n> ("a": the archive,
+	// "j": the journal); sealAt is where a filling shard is sealed.
+	kind   string
+	sealAt int
+
 	home   map[string]archived      // incident ID → where its current copy is
 	shards map[string]*archiveShard // shard name → its bookkeeping
 	// filling is the shard new entries go to ("" until one is needed);
@@ -66,17 +72,24 @@ type archiveEntry struct {
 	size int
 }
 
-func newArchive() *archive {
-	return &archive{home: map[string]archived{}, shards: map[string]*archiveShard{}}
+func newArchive() *archive { return newFillAndSeal("a", archiveShardBytes) }
+
+func newFillAndSeal(kind string, sealAt int) *archive {
+	return &archive{kind: kind, sealAt: sealAt, home: map[string]archived{}, shards: map[string]*archiveShard{}}
 }
 
-// archiveShardName is <ledger>-a-<n>: apart from the hashed shards'
+// shardName is <ledger>-<kind>-<n>: apart from the hashed shards'
 // <ledger>-<count>-<index>.
-func archiveShardName(ledger string, n int) string { return ledger + "-a-" + strconv.Itoa(n) }
+func (a *archive) shardName(ledger string, n int) string {
+	return ledger + "-" + a.kind + "-" + strconv.Itoa(n)
+}
 
 // archiveShardNumber parses name as an archive shard of ledger.
-func archiveShardNumber(ledger, name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, ledger+"-a-")
+func archiveShardNumber(ledger, name string) (int, bool) { return fillAndSealNumber(ledger, "a", name) }
+
+// fillAndSealNumber parses name as a shard of ledger's kind ("a", "j").
+func fillAndSealNumber(ledger, kind, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, ledger+"-"+kind+"-")
 	if !ok {
 		return 0, false
 	}
@@ -84,12 +97,29 @@ func archiveShardNumber(ledger, name string) (int, bool) {
 	return n, err == nil && n >= 0
 }
 
-// loaded records a shard read from the API server: sealed, holding the
-// current copies of ids.
-func (a *archive) loaded(name string, n int, ids []string) {
+// what names the kind of shard, for messages.
+func (a *archive) what() string {
+	if a.kind == "j" {
+		return "journal"
+	}
+	return "archive"
+}
+
+// bytes is the data of every shard as written or to be written.
+func (a *archive) bytes() int {
+	n := 0
+	for _, sh := range a.shards {
+		n += sh.size
+	}
+	return n
+}
+
+// loaded records a shard read from the API server: sealed, size bytes
+// of data, holding the current copies of ids.
+func (a *archive) loaded(name string, n, size int, ids []string) {
 	sh := a.shards[name]
 	if sh == nil {
-		sh = &archiveShard{}
+		sh = &archiveShard{size: size}
 		a.shards[name] = sh
 	}
 	for _, id := range ids {
@@ -109,11 +139,11 @@ func (a *archive) keep(ledger, id string, rev uint64, size int) {
 		}
 		a.forget(id)
 	}
-	if a.filling == "" || a.shards[a.filling].size+size+1 > archiveShardBytes && len(a.shards[a.filling].entries) > 0 {
+	if a.filling == "" || a.shards[a.filling].size+size+1 > a.sealAt && len(a.shards[a.filling].entries) > 0 {
 		if a.filling != "" {
 			a.shards[a.filling].sealed = true // written once more if dirty, then left alone
 		}
-		a.filling = archiveShardName(ledger, a.next)
+		a.filling = a.shardName(ledger, a.next)
 		a.next++
 		a.shards[a.filling] = &archiveShard{}
 	}

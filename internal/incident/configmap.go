@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -70,11 +69,16 @@ type ConfigMapStore struct {
 	epoch, claims       uint64
 
 	written map[string]string           // hashed shard name → data last written
-	holds   map[string][]shardEntry     // hashed shard name → what that data holds
+	holds   map[string][]shardEntry     // hashed shard name → what that data holds (none after a load)
 	encoded map[string]*encodedIncident // incident ID → its JSON at the last write
 	calls   uint64                      // encode calls so far
 	archive *archive
-	gen     uint64 // generation of the last save, or the newest loaded
+	// journal holds the open incidents' changes between rewrites of
+	// their hashed shards; journaled names every incident with a copy
+	// in one of its shards (journal.go).
+	journal   *archive
+	journaled map[string]bool
+	gen       uint64 // generation of the last save, or the newest loaded
 
 	putBytes func(n int) // told the bytes of every shard written (CountBytes)
 }
@@ -87,7 +91,7 @@ func (s *ConfigMapStore) CountBytes(f func(n int)) { s.putBytes = f }
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
 	return &ConfigMapStore{client: client, namespace: namespace, name: name, token: rand.Text(), versions: map[string]string{}, unsureDeletes: map[string]bool{}, recent: map[string][][sha256.Size]byte{},
 		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{},
-		archive: newArchive()}
+		archive: newArchive(), journal: newJournal(), journaled: map[string]bool{}}
 }
 
 func (s *ConfigMapStore) selector() string {
@@ -97,8 +101,8 @@ func (s *ConfigMapStore) selector() string {
 // Save implements Store. It writes the archive shards with new entries
 // first (the filling one, and any that filled up in this save), so that an
 // incident moving into the archive is there before it leaves its hashed
-// shard, then the hashed shards that changed, then deletes what is no
-// longer needed.
+// shard, then the journal's (journal.go), then the hashed shards it writes
+// now, then deletes what is no longer needed.
 func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 	shared := make([]*Incident, len(incs))
 	for i := range incs {
@@ -110,65 +114,89 @@ func (s *ConfigMapStore) Save(ctx context.Context, incs []Incident) error {
 // SaveShared implements SharedStore: Save without a copy of each
 // incident. It reads incs only while it runs.
 func (s *ConfigMapStore) SaveShared(ctx context.Context, incs []*Incident) error {
+	return s.save(ctx, incs, shardIO{put: s.put, del: s.delete})
+}
+
+// shardIO is how a save writes and deletes shards: through the API
+// server (put, delete), or in a benchmark, nowhere.
+type shardIO struct {
+	put func(ctx context.Context, name, data string) error
+	del func(ctx context.Context, name, what string) error
+}
+
+func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO) error {
 	s.gen++
 	s.fenced = false
-	shards, err := s.layout(incs)
+	encoded, shards, err := s.layout(incs)
 	if err != nil {
 		return err
 	}
-	for _, name := range s.archive.unwritten() {
-		if err := s.put(ctx, name, s.buildArchive(s.archive.shards[name])); err != nil {
-			return err
+	writeNow := s.journalOrWrite(encoded, shards)
+	for _, kind := range []*archive{s.archive, s.journal} {
+		for _, name := range kind.unwritten() {
+			if err := io.put(ctx, name, s.buildArchive(kind.shards[name])); err != nil {
+				return err
+			}
+			kind.written(name)
 		}
-		s.archive.written(name)
 	}
-	for name, sh := range shards {
-		if s.written[name] != sh.data {
-			if err := s.put(ctx, name, sh.data); err != nil {
+	for _, name := range writeNow {
+		sh := shards[name]
+		data := s.build(sh, incs, encoded)
+		if s.written[name] != data {
+			if err := io.put(ctx, name, data); err != nil {
 				return err
 			}
 		}
-		s.wrote(name, sh)
+		s.written[name], s.holds[name] = data, sh.holds
 	}
 	for name := range s.written {
 		if _, ok := shards[name]; ok {
 			continue
 		}
-		if err := s.delete(ctx, name, "old ledger shard"); err != nil {
+		if err := io.del(ctx, name, "old ledger shard"); err != nil {
 			return err
 		}
 		delete(s.written, name)
 		delete(s.holds, name)
 	}
-	for _, name := range s.archive.empty() {
-		if err := s.delete(ctx, name, "spent ledger archive shard"); err != nil {
-			return err
+	for _, kind := range []*archive{s.archive, s.journal} {
+		for _, name := range kind.empty() {
+			if err := io.del(ctx, name, "spent ledger "+kind.what()+" shard"); err != nil {
+				return err
+			}
+			kind.deleted(name)
 		}
-		s.archive.deleted(name)
+	}
+	if len(s.journal.shards) == 0 {
+		clear(s.journaled) // no copy of any incident is left in the journal
 	}
 	return nil
 }
 
-// layout places incs: resolved ones whose deliveries are done in the
-// archive, the others in hashed shards, which it returns.
-func (s *ConfigMapStore) layout(incs []*Incident) (map[string]shardData, error) {
+// layout encodes incs and places them: resolved ones whose deliveries
+// are done in the archive, the others in hashed shards, which it returns
+// (not yet built: most are not written).
+func (s *ConfigMapStore) layout(incs []*Incident) ([]*encodedIncident, map[string]*hashedShard, error) {
 	encoded, err := s.encode(incs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	live := make([]int, 0, len(incs))
 	for i := range incs {
 		if archivable(incs[i]) {
 			s.archive.keep(s.name, incs[i].ID, encoded[i].rev, len(encoded[i].json))
+			s.journal.forget(incs[i].ID) // current in the archive now
 		} else {
 			s.archive.forget(incs[i].ID)
 			live = append(live, i)
 		}
 	}
-	return s.shard(incs, encoded, live)
+	shards, err := s.shard(incs, encoded, live)
+	return encoded, shards, err
 }
 
-// buildArchive returns the data of an archive shard.
+// buildArchive returns the data of an archive (or journal) shard.
 func (s *ConfigMapStore) buildArchive(sh *archiveShard) string {
 	var b strings.Builder
 	b.Grow(sh.size + 2)
@@ -181,12 +209,6 @@ func (s *ConfigMapStore) buildArchive(sh *archiveShard) string {
 	}
 	b.WriteByte(']')
 	return b.String()
-}
-
-// wrote records that shard name now holds sh.
-func (s *ConfigMapStore) wrote(name string, sh shardData) {
-	s.written[name] = sh.data
-	s.holds[name] = sh.holds
 }
 
 // encodedIncident is an incident's JSON as of its revision, and the hash
@@ -204,11 +226,12 @@ type shardEntry struct {
 	rev uint64
 }
 
-// shardData is one shard's content: its data, and which incidents (at
-// which revisions) it holds.
-type shardData struct {
-	data  string
+// hashedShard is one hashed shard as a save lays it out: which of the
+// save's incidents it holds, at which revisions, and their bytes.
+type hashedShard struct {
+	part  []int
 	holds []shardEntry
+	size  int
 }
 
 // encode returns every incident's JSON at its revision, reusing what
@@ -238,16 +261,15 @@ func (s *ConfigMapStore) encode(incs []*Incident) ([]*encodedIncident, error) {
 		if e.seen != s.calls {
 			delete(s.encoded, id) // gone from the ledger
 			s.archive.forget(id)
+			s.journal.forget(id)
 		}
 	}
 	return encoded, nil
 }
 
 // shard spreads incs[live] over hashed shards, doubling the count until
-// each fits. A shard holding the same incidents at the same revisions as
-// when it was last written is not built again: under churn most are not
-// touched.
-func (s *ConfigMapStore) shard(incs []*Incident, encoded []*encodedIncident, live []int) (map[string]shardData, error) {
+// each fits.
+func (s *ConfigMapStore) shard(incs []*Incident, encoded []*encodedIncident, live []int) (map[string]*hashedShard, error) {
 	total := 0
 	for _, i := range live {
 		total += len(encoded[i].json) + 1
@@ -270,10 +292,13 @@ func (s *ConfigMapStore) shard(incs []*Incident, encoded []*encodedIncident, liv
 			}
 		}
 		if fits {
-			out := make(map[string]shardData, n)
+			out := make(map[string]*hashedShard, n)
 			for k, part := range parts {
-				name := s.name + "-" + strconv.Itoa(n) + "-" + strconv.Itoa(k)
-				out[name] = s.build(name, part, incs, encoded, sizes[k])
+				holds := make([]shardEntry, len(part))
+				for j, i := range part {
+					holds[j] = shardEntry{id: incs[i].ID, rev: encoded[i].rev}
+				}
+				out[s.name+"-"+strconv.Itoa(n)+"-"+strconv.Itoa(k)] = &hashedShard{part: part, holds: holds, size: sizes[k]}
 			}
 			return out, nil
 		}
@@ -283,25 +308,17 @@ func (s *ConfigMapStore) shard(incs []*Incident, encoded []*encodedIncident, liv
 	}
 }
 
-// build returns the data of the shard holding incs[part]: what was last
-// written if it holds the same incidents at the same revisions.
-func (s *ConfigMapStore) build(name string, part []int, incs []*Incident, encoded []*encodedIncident, size int) shardData {
-	holds := make([]shardEntry, len(part))
-	for j, i := range part {
-		holds[j] = shardEntry{id: incs[i].ID, rev: encoded[i].rev}
-	}
-	if data, ok := s.written[name]; ok && slices.Equal(holds, s.holds[name]) {
-		return shardData{data: data, holds: holds}
-	}
+// build returns the data of a hashed shard.
+func (s *ConfigMapStore) build(sh *hashedShard, incs []*Incident, encoded []*encodedIncident) string {
 	var b strings.Builder
-	b.Grow(size + 2)
+	b.Grow(sh.size + 2)
 	b.WriteByte('[')
-	for j, i := range part {
+	for j, i := range sh.part {
 		if j > 0 {
 			b.WriteByte(',')
 		}
 		b.Write(encoded[i].json)
 	}
 	b.WriteByte(']')
-	return shardData{data: b.String(), holds: holds}
+	return b.String()
 }

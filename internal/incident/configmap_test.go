@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +52,7 @@ func TestConfigMapLedger(t *testing.T) {
 	}
 	t.Run("SizeBound", func(t *testing.T) { ledgerSizeBound(t, client, typed) })
 	t.Run("Archive", func(t *testing.T) { ledgerArchive(t, client, typed) })
+	t.Run("Journal", func(t *testing.T) { ledgerJournal(t, client, typed) })
 	t.Run("Conditional", func(t *testing.T) { ledgerConditional(t, typed) })
 	t.Run("Adopt", func(t *testing.T) { ledgerAdopt(t, typed) })
 	t.Run("OwnWriteLandsLate", func(t *testing.T) { ledgerOwnWriteLandsLate(t, env.Config, typed) })
@@ -148,8 +153,9 @@ func ledgerConditional(t *testing.T, typed *kube.Client) {
 }
 
 // ledgerSizeBound writes 20,000 open incidents: every shard stays under
-// MaxShardBytes, everything loads back, and an unchanged save writes
-// nothing.
+// MaxShardBytes, everything loads back, an incident archived writes no
+// hashed shard, and a storm's changes go to the journal, not to the
+// shards that hold them.
 func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
 	ctx := context.Background()
 	store := NewConfigMapStore(typed, "default", "herald-ledger")
@@ -185,8 +191,9 @@ func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Clie
 		rv[cm.Name] = cm.ResourceVersion
 	}
 	// One incident resolves, its deliveries done: it moves to the
-	// archive, a new shard; of the hashed shards only its own is
-	// rewritten, the others are not written.
+	// archive, a new shard. No hashed shard is written: its open copy
+	// stays in its shard, older than the archive's, until the shard is
+	// next written.
 	incs[42].ResolvedAt = time.Now()
 	incs[42].rev++ // as the tracker marks every change (touch)
 	if err := store.Save(ctx, incs); err != nil {
@@ -205,9 +212,43 @@ func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Clie
 			changed++
 		}
 	}
-	if changed != 1 || added != 1 {
-		t.Errorf("%d shards rewritten and %d added for one resolved incident, want 1 and 1", changed, added)
+	if changed != 0 || added != 1 {
+		t.Errorf("%d shards rewritten and %d added for one resolved incident, want 0 and 1", changed, added)
 	}
+
+	// A storm: 50 incidents change, spread over the shards. The save
+	// writes their copies to the journal, not the shards they are in.
+	rng := rand.New(rand.NewPCG(4, 2))
+	changedIDs := map[string]string{}
+	for range 50 {
+		i := rng.IntN(len(incs))
+		if i == 42 {
+			continue
+		}
+		incs[i].Facts = map[string]string{"restartCount": strconv.Itoa(100 + i)}
+		incs[i].rev++
+		changedIDs[incs[i].ID] = incs[i].Facts["restartCount"]
+	}
+	put = 0
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	if bound := 50 * 1000; put > bound {
+		t.Errorf("a save of %d changed incidents of 20,000 sent %d bytes, want at most %d (their copies, not their shards)", len(changedIDs), put, bound)
+	}
+	loaded, err = NewConfigMapStore(typed, "default", "herald-ledger").Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
+	if err != nil || len(loaded) != len(incs) {
+		t.Fatalf("loaded %d incidents after the storm's save (%v), want %d", len(loaded), err, len(incs))
+	}
+	for _, inc := range loaded {
+		if want, ok := changedIDs[inc.ID]; ok && inc.Facts["restartCount"] != want {
+			t.Errorf("incident %s loaded with restartCount %s, want %s: the journal's copy lost", inc.ID, inc.Facts["restartCount"], want)
+		}
+		if inc.ID == incs[42].ID && inc.ResolvedAt.IsZero() {
+			t.Errorf("incident 42 loaded open: its stale copy in its hashed shard won over the archive's")
+		}
+	}
+
 	// Shrinking the ledger removes shards no longer needed.
 	if err := store.Save(ctx, incs[:10]); err != nil {
 		t.Fatal(err)
@@ -243,6 +284,16 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 		}
 		return out
 	}
+	journal := func(m map[string]string) (names []string) {
+		for name := range m {
+			if _, ok := fillAndSealNumber("arch", "j", name); ok {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	// written: the hashed and archive shards written between before and
+	// after (the journal's: journal()).
 	written := func(before, after map[string]string) (hashed, archived []string) {
 		for name, v := range after {
 			if before[name] == v {
@@ -250,7 +301,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 			}
 			if _, ok := archiveShardNumber("arch", name); ok {
 				archived = append(archived, name)
-			} else {
+			} else if _, ok := fillAndSealNumber("arch", "j", name); !ok {
 				hashed = append(hashed, name)
 			}
 		}
@@ -310,8 +361,9 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	}
 	second := shards()
 	hashed, archived := written(first, second)
-	if len(hashed) != 1 || len(archived) != 1 || archived[0] != store.archive.filling {
-		t.Errorf("under churn wrote hashed %v and archive %v, want one hashed shard and only the filling archive shard %s", hashed, archived, store.archive.filling)
+	if len(hashed) != 0 || len(archived) != 1 || archived[0] != store.archive.filling || len(journal(second)) != 1 {
+		t.Errorf("under churn wrote hashed %v and archive %v, journal %v; want no hashed shard, only the filling archive shard %s and one journal shard",
+			hashed, archived, journal(second), store.archive.filling)
 	}
 
 	// An incident in the first, sealed archive shard opens again.
@@ -324,8 +376,8 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 		t.Fatal(err)
 	}
 	third := shards()
-	if hashed, archived := written(second, third); len(hashed) != 1 || len(archived) != 0 {
-		t.Errorf("reopening an archived incident wrote hashed %v and archive %v, want one hashed shard and no archive shard", hashed, archived)
+	if hashed, archived := written(second, third); len(hashed) != 0 || len(archived) != 0 || third[store.journal.filling] == second[store.journal.filling] {
+		t.Errorf("reopening an archived incident wrote hashed %v and archive %v; want only the journal's filling shard", hashed, archived)
 	}
 	if got := loadsExactly(incs)[incs[20].ID]; !got.ResolvedAt.IsZero() {
 		t.Errorf("reopened incident loaded resolved at %v: its stale archived copy won over its current one", got.ResolvedAt)
@@ -378,12 +430,26 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(journal(fourth)) == 0 {
+		t.Fatal("no journal shard before the load: the part below tests nothing")
+	}
 	if err := again.Save(ctx, loaded); err != nil {
 		t.Fatal(err)
 	}
-	if hashed, archived := written(fourth, shards()); len(hashed)+len(archived) != 0 {
-		t.Errorf("saving what was just loaded wrote hashed %v and archive %v, want nothing", hashed, archived)
+	// Its first save folds the journal into the hashed shards (it does
+	// not know what they hold), and writes no archive shard.
+	folded := shards()
+	if _, archived := written(fourth, folded); len(archived) != 0 || len(journal(folded)) != 0 {
+		t.Errorf("the first save after a load wrote archive %v and left journal %v; want no archive shard written and the journal folded", archived, journal(folded))
 	}
+	loadsExactly(kept)
+	if err := again.Save(ctx, loaded); err != nil {
+		t.Fatal(err)
+	}
+	if hashed, archived := written(folded, shards()); len(hashed)+len(archived) != 0 {
+		t.Errorf("saving again what was just loaded wrote hashed %v and archive %v, want nothing", hashed, archived)
+	}
+	fourth = shards()
 
 	// An archive shard that cannot be read is reported, and deleted at
 	// the next save rather than left behind for ever.
@@ -420,4 +486,126 @@ func ledgerLastEpoch(t *testing.T, typed *kube.Client) {
 	if err == nil || !strings.Contains(err.Error(), "last epoch") || !strings.Contains(err.Error(), "kubectl delete configmap -n default last-epoch-claim") {
 		t.Fatalf("claiming after the last epoch: %v (epoch %d)", err, store.Epoch())
 	}
+}
+
+// ledgerJournal: a change goes to the journal and loads as current; an
+// incident that leaves the ledger never comes back on load, whether its
+// newest copy is in the journal or in its hashed shard; and the journal,
+// grown to half the open incidents, is folded into the hashed shards
+// and deleted.
+func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
+	ctx := context.Background()
+	store := NewConfigMapStore(typed, "default", "jrnl")
+	kinds := func() (hashed, journal map[string]string) { // name → resourceVersion
+		t.Helper()
+		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashed, journal = map[string]string{}, map[string]string{}
+		for _, cm := range list.Items {
+			if _, ok := fillAndSealNumber("jrnl", "j", cm.Name); ok {
+				journal[cm.Name] = cm.ResourceVersion
+			} else {
+				hashed[cm.Name] = cm.ResourceVersion
+			}
+		}
+		return hashed, journal
+	}
+	loadsExactly := func(incs []Incident) {
+		t.Helper()
+		loaded, err := NewConfigMapStore(typed, "default", "jrnl").Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{}
+		for _, inc := range incs {
+			want[inc.ID] = inc.Facts["restartCount"]
+		}
+		for _, inc := range loaded {
+			if r, ok := want[inc.ID]; !ok {
+				t.Errorf("incident %s loaded: it left the ledger", inc.ID)
+			} else if r != inc.Facts["restartCount"] {
+				t.Errorf("incident %s loaded with restartCount %s, want %s", inc.ID, inc.Facts["restartCount"], r)
+			}
+		}
+		if len(loaded) != len(incs) {
+			t.Errorf("loaded %d incidents, want %d", len(loaded), len(incs))
+		}
+	}
+	change := func(inc *Incident, restarts int) {
+		inc.Facts = map[string]string{"restartCount": strconv.Itoa(restarts)}
+		inc.rev++
+	}
+
+	// Enough incidents (690 KB) that the journal seals a shard before it
+	// holds half their bytes.
+	incs := realisticIncidents(1000)
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	hashed, _ := kinds()
+
+	// A change: journaled, the hashed shards left alone.
+	change(&incs[5], 50)
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	now, journal := kinds()
+	if !maps.Equal(now, hashed) || len(journal) != 1 {
+		t.Fatalf("a change wrote hashed shards %v (were %v) and journal %v; want only a journal shard", now, hashed, journal)
+	}
+	loadsExactly(incs)
+	// 200 more: the journal's first shard, holding incident 5's copy,
+	// fills and is sealed; still no hashed shard is written.
+	for i := 100; i < 300; i++ {
+		change(&incs[i], i)
+	}
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	if now, journal = kinds(); !maps.Equal(now, hashed) || len(journal) < 2 || !store.journal.shards["jrnl-j-0"].sealed {
+		t.Fatalf("200 more changes wrote hashed shards %v (were %v) and journal %v; want only journal shards, jrnl-j-0 sealed", now, hashed, journal)
+	}
+	loadsExactly(incs)
+
+	// Incident 5 leaves the ledger: its copy in the sealed journal shard
+	// must not bring it back.
+	incs = slices.Delete(incs, 5, 6)
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	loadsExactly(incs)
+
+	// An incident never journaled leaves from its hashed shard while
+	// another's change is journaled: the shard is written at once.
+	change(&incs[6], 60)
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	incs = slices.Delete(incs, 7, 8)
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	loadsExactly(incs)
+
+	// Changes pile up in the journal until it holds half the open
+	// incidents' bytes; then a save folds it into the hashed shards.
+	folded := false
+	for i := range 100 {
+		for j := range 10 {
+			change(&incs[(10*i+j)%len(incs)], 1000+i)
+		}
+		if err := store.Save(ctx, incs); err != nil {
+			t.Fatal(err)
+		}
+		if _, journal := kinds(); len(journal) == 0 {
+			folded = true
+			break
+		}
+	}
+	if !folded {
+		t.Error("the journal was never folded into the hashed shards")
+	}
+	loadsExactly(incs)
 }

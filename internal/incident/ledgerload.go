@@ -29,7 +29,12 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	}
 	best := map[string]current{}
 	var order []string
-	archiveShards := map[string]int{} // archive shard name → its number
+	// Archive and journal shards: name → its number and size.
+	type fillAndSeal struct {
+		kind    *archive
+		n, size int
+	}
+	sealed := map[string]fillAndSeal{}
 	for i := range list.Items {
 		cm := &list.Items[i]
 		if s.claimed && cm.Annotations[writerAnnotation] != s.token {
@@ -49,10 +54,14 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 		gen := [2]uint64{epoch, counter}
 		s.gen = max(s.gen, counter)
 		n, isArchive := archiveShardNumber(s.name, cm.Name)
-		if isArchive {
-			// Tracked even if unreadable: holding nothing current, it is
-			// deleted at the next save (a hashed one is rewritten).
-			archiveShards[cm.Name] = n
+		j, isJournal := fillAndSealNumber(s.name, s.journal.kind, cm.Name)
+		switch {
+		// Tracked even if unreadable: holding nothing current, it is
+		// deleted at the next save (a hashed one is rewritten).
+		case isArchive:
+			sealed[cm.Name] = fillAndSeal{s.archive, n, len(cm.Data[dataKey])}
+		case isJournal:
+			sealed[cm.Name] = fillAndSeal{s.journal, j, len(cm.Data[dataKey])}
 		}
 		incs, skipped, err := decodeShard(cm.Data[dataKey])
 		if err != nil {
@@ -63,6 +72,9 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 			warn("ledger entries without an ID skipped", "configmap", s.namespace+"/"+cm.Name, "entries", skipped)
 		}
 		for _, inc := range incs {
+			if isJournal {
+				s.journaled[inc.ID] = true // a copy that must go before the incident leaves the ledger
+			}
 			if isArchive && inc.Ended == EndedWaiting {
 				// A herald that did not know waits archived it as
 				// history; this one keeps waits in the hashed shards
@@ -78,7 +90,7 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 			}
 			best[inc.ID] = current{inc: inc, gen: gen, shard: cm.Name}
 		}
-		if !isArchive {
+		if !isArchive && !isJournal {
 			s.written[cm.Name] = cm.Data[dataKey]
 		}
 	}
@@ -87,12 +99,12 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	for _, id := range order {
 		c := best[id]
 		out = append(out, c.inc)
-		if _, ok := archiveShards[c.shard]; ok && archivable(&c.inc) {
+		if sh, ok := sealed[c.shard]; ok && (sh.kind == s.journal || archivable(&c.inc)) {
 			holds[c.shard] = append(holds[c.shard], id)
 		}
 	}
-	for name, n := range archiveShards {
-		s.archive.loaded(name, n, holds[name]) // sealed; one holding nothing current goes at the next save
+	for name, sh := range sealed {
+		sh.kind.loaded(name, sh.n, sh.size, holds[name]) // sealed; one holding nothing current goes at the next save
 	}
 	return out, nil
 }
