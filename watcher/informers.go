@@ -80,7 +80,7 @@ func (w *Watcher) newKindWatch(kind string) (*kindWatch, error) {
 		res := w.clients.Dynamic.Resource(gvr)
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				return res.List(ctx, opts)
+				return res.List(ctx, inPages(opts))
 			},
 			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 				return res.Watch(ctx, opts)
@@ -150,3 +150,15 @@ func (w *Watcher) customResource(kind string) (schema.GroupVersionResource, erro
 // ErrNotServed: the API server serves no such kind (a custom resource
 // whose CRD is not installed, or not yet).
 var ErrNotServed = errors.New("is not served by the API server")
+
+// inPages makes a custom resource's first list, when the reflector
+// cannot stream it, answer in pages rather than whole from the API
+// server's watch cache (resourceVersion "0" ignores the page size): the
+// rule herald's own client applies to the built-in kinds (kube.InPages,
+// which this package may not import).
+func inPages(opts metav1.ListOptions) metav1.ListOptions {
+	if opts.ResourceVersion == "0" && opts.Limit > 0 && opts.Continue == "" {
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
+	return opts
+}

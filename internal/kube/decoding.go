@@ -60,6 +60,7 @@ func (c *Client) ListerWatcherDecoding(gvr schema.GroupVersionResource, kind str
 	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts = InPages(opts)
 			return rc.Get().Resource(gvr.Resource).VersionedParams(&opts, parameters).Do(ctx).Get()
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {

@@ -72,6 +72,20 @@ func listAndWatchTyped(t *testing.T, env *testenv.Env, c *kube.Client) {
 	if _, ok := example.(*appsv1.Deployment); !ok {
 		t.Fatalf("example object is %T, want *appsv1.Deployment", example)
 	}
+	// A reflector's first list at resourceVersion "0" is answered in
+	// pages (kube.InPages): a second deployment, one a page.
+	d.Name = "shop-2"
+	if _, err := client.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := lw.(cache.ListerWatcherWithContext).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1}); err != nil {
+		t.Fatal(err)
+	} else if page := first.(*appsv1.DeploymentList); len(page.Items) != 1 || page.Continue == "" {
+		t.Errorf("a first list at resourceVersion 0, 1 a page: %d items, continue %q; want a page of 1 and more to come", len(page.Items), page.Continue)
+	}
+	if err := client.AppsV1().Deployments("default").Delete(ctx, "shop-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	listed, err := lw.(cache.ListerWatcherWithContext).ListWithContext(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +155,17 @@ func listAndWatchDecoding(t *testing.T, env *testenv.Env, c *kube.Client) {
 			t.Fatal(err)
 		}
 	}
+	// A reflector's first list, when it cannot stream it (resourceVersion
+	// "0" with a page size), is answered in pages too, not whole from
+	// the API server's watch cache.
+	first, err := lw.(cache.ListerWatcherWithContext).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list := first.(*kube.List); len(list.Items) != 2 || list.Continue == "" {
+		t.Errorf("a first list at resourceVersion 0, 2 a page: %d items, continue %q; want a page of 2 and more to come", len(list.Items), list.Continue)
+	}
+	decoded.Store(0)
 	var names []string
 	var rv string
 	for opts := (metav1.ListOptions{Limit: 2}); ; {

@@ -29,6 +29,7 @@ func (c *Client) ListerWatcher(gvr schema.GroupVersionResource, kind string) (ca
 	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts = InPages(opts)
 			list, _ := Scheme.New(gv.WithKind(kind + "List"))
 			err := rc.Get().Resource(gvr.Resource).VersionedParams(&opts, parameters).Do(ctx).Into(list)
 			return list, err
@@ -39,4 +40,21 @@ func (c *Client) ListerWatcher(gvr schema.GroupVersionResource, kind string) (ca
 		},
 	}
 	return lw, example, nil
+}
+
+// InPages makes a list an informer asks for answer in pages. client-go's
+// reflector, when it cannot stream its first list as a watch's initial
+// events (an API server without WatchList, or WatchListClient off), lists
+// at resourceVersion "0" with a page size, and the API server answers
+// that from its watch cache whole, ignoring the page size: at 150,000
+// pods one answer of hundreds of megabytes, which herald held at once
+// and was killed for at a 512 MiB memory limit (docs/performance.md).
+// Without a resourceVersion the list is served in pages, each decoded
+// and dropped before the next: a plain paginated LIST, the cost every
+// other client's list has.
+func InPages(opts metav1.ListOptions) metav1.ListOptions {
+	if opts.ResourceVersion == "0" && opts.Limit > 0 && opts.Continue == "" {
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
+	return opts
 }
