@@ -184,7 +184,19 @@ func (a *archive) unwritten() []string {
 			out = append(out, name)
 		}
 	}
-	return out
+	return oldestFirst(out)
+}
+
+// oldestFirst sorts shard names <ledger>-<kind>-<n> by n: the order they
+// were made in. A shard sealed in a save is written before the one that
+// took its place, and deleted before any newer one.
+func oldestFirst(names []string) []string {
+	number := func(name string) int {
+		n, _ := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
+		return n
+	}
+	slices.SortFunc(names, func(a, b string) int { return number(a) - number(b) })
+	return names
 }
 
 // written records that shard name now holds what it should.
@@ -196,7 +208,8 @@ func (a *archive) written(name string) {
 	}
 }
 
-// empty lists the shards holding no current copy: to be deleted.
+// empty lists the shards holding no current copy, oldest first: to be
+// deleted.
 func (a *archive) empty() []string {
 	var out []string
 	for name, sh := range a.shards {
@@ -204,7 +217,7 @@ func (a *archive) empty() []string {
 			out = append(out, name)
 		}
 	}
-	return out
+	return oldestFirst(out)
 }
 
 // deleted records that shard name is gone.

@@ -74,11 +74,14 @@ type ConfigMapStore struct {
 	calls   uint64                      // encode calls so far
 	archive *archive
 	// journal holds the open incidents' changes between rewrites of
-	// their hashed shards; journaled names every incident with a copy
-	// in one of its shards (journal.go).
-	journal   *archive
-	journaled map[string]bool
-	gen       uint64 // generation of the last save, or the newest loaded
+	// their hashed shards, and tombstones (their JSON) for the incidents
+	// that left the ledger since (journal.go); sweep: the first fold
+	// after this leader's load also deletes journal shards it does not
+	// know (a deposed leader's late ones).
+	journal    *archive
+	tombstones map[string][]byte
+	sweep      bool
+	gen        uint64 // generation of the last save, or the newest loaded
 
 	putBytes func(n int) // told the bytes of every shard written (CountBytes)
 }
@@ -91,7 +94,7 @@ func (s *ConfigMapStore) CountBytes(f func(n int)) { s.putBytes = f }
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
 	return &ConfigMapStore{client: client, namespace: namespace, name: name, token: rand.Text(), versions: map[string]string{}, unsureDeletes: map[string]bool{}, recent: map[string][][sha256.Size]byte{},
 		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{},
-		archive: newArchive(), journal: newJournal(), journaled: map[string]bool{}}
+		archive: newArchive(), journal: newJournal(), tombstones: map[string][]byte{}}
 }
 
 func (s *ConfigMapStore) selector() string {
@@ -131,7 +134,7 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 	if err != nil {
 		return err
 	}
-	writeNow := s.journalOrWrite(encoded, shards)
+	writeNow, fold := s.journalOrWrite(encoded, shards)
 	for _, kind := range []*archive{s.archive, s.journal} {
 		for _, name := range kind.unwritten() {
 			if err := io.put(ctx, name, s.buildArchive(kind.shards[name])); err != nil {
@@ -150,6 +153,11 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 		}
 		s.written[name], s.holds[name] = data, sh.holds
 	}
+	if fold {
+		// Every hashed shard holds its incidents' current copies: nothing
+		// in the journal is current any more, tombstones included.
+		s.compact()
+	}
 	for name := range s.written {
 		if _, ok := shards[name]; ok {
 			continue
@@ -160,6 +168,8 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 		delete(s.written, name)
 		delete(s.holds, name)
 	}
+	// The journal's shards go last, oldest first: a tombstone outlives
+	// every other copy of its incident, whenever the deletes stop.
 	for _, kind := range []*archive{s.archive, s.journal} {
 		for _, name := range kind.empty() {
 			if err := io.del(ctx, name, "spent ledger "+kind.what()+" shard"); err != nil {
@@ -168,8 +178,11 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 			kind.deleted(name)
 		}
 	}
-	if len(s.journal.shards) == 0 {
-		clear(s.journaled) // no copy of any incident is left in the journal
+	if fold && s.sweep {
+		if err := s.sweepJournal(ctx, io); err != nil {
+			return err
+		}
+		s.sweep = false
 	}
 	return nil
 }
@@ -205,7 +218,11 @@ func (s *ConfigMapStore) buildArchive(sh *archiveShard) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(s.encoded[e.id].json)
+		if enc := s.encoded[e.id]; enc != nil {
+			b.Write(enc.json)
+		} else {
+			b.Write(s.tombstones[e.id]) // it left the ledger (journal.go)
+		}
 	}
 	b.WriteByte(']')
 	return b.String()
@@ -218,6 +235,7 @@ type encodedIncident struct {
 	json []byte
 	hash uint64
 	seen uint64 // the shard call that last met it
+	fp   string // the incident's fingerprint, for its tombstone
 }
 
 // shardEntry is one incident in a shard, as of its revision.
@@ -244,7 +262,7 @@ func (s *ConfigMapStore) encode(incs []*Incident) ([]*encodedIncident, error) {
 		e := s.encoded[inc.ID]
 		if e == nil {
 			h := sha256.Sum256([]byte(inc.ID))
-			e = &encodedIncident{hash: binary.BigEndian.Uint64(h[:8])}
+			e = &encodedIncident{hash: binary.BigEndian.Uint64(h[:8]), fp: inc.Fingerprint}
 			s.encoded[inc.ID] = e
 		}
 		if e.json == nil || e.rev != inc.rev {
@@ -261,7 +279,7 @@ func (s *ConfigMapStore) encode(incs []*Incident) ([]*encodedIncident, error) {
 		if e.seen != s.calls {
 			delete(s.encoded, id) // gone from the ledger
 			s.archive.forget(id)
-			s.journal.forget(id)
+			s.tombstone(id, e.fp)
 		}
 	}
 	return encoded, nil

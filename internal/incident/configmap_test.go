@@ -53,6 +53,8 @@ func TestConfigMapLedger(t *testing.T) {
 	t.Run("SizeBound", func(t *testing.T) { ledgerSizeBound(t, client, typed) })
 	t.Run("Archive", func(t *testing.T) { ledgerArchive(t, client, typed) })
 	t.Run("Journal", func(t *testing.T) { ledgerJournal(t, client, typed) })
+	t.Run("JournalFoldInterrupted", func(t *testing.T) { ledgerJournalFoldInterrupted(t, typed) })
+	t.Run("JournalSweep", func(t *testing.T) { ledgerJournalSweep(t, client, typed) })
 	t.Run("Conditional", func(t *testing.T) { ledgerConditional(t, typed) })
 	t.Run("Adopt", func(t *testing.T) { ledgerAdopt(t, typed) })
 	t.Run("OwnWriteLandsLate", func(t *testing.T) { ledgerOwnWriteLandsLate(t, env.Config, typed) })
@@ -423,6 +425,19 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	}
 	loadsExactly(kept)
 
+	// An open incident changes: journaled.
+	for i := range kept {
+		if kept[i].ResolvedAt.IsZero() {
+			kept[i].Facts = map[string]string{"restartCount": "11"}
+			kept[i].rev++
+			break
+		}
+	}
+	if err := store.Save(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	fourth = shards()
+
 	// A store that loaded the ledger carries on: the next save keeps
 	// what is archived where it is.
 	again := NewConfigMapStore(typed, "default", "arch")
@@ -608,4 +623,219 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 		t.Error("the journal was never folded into the hashed shards")
 	}
 	loadsExactly(incs)
+}
+
+// loadsAs fails t unless a fresh store loads exactly incs from ledger
+// (by ID, with each one's restartCount).
+func loadsAs(t *testing.T, typed *kube.Client, ledger string, incs []Incident) {
+	t.Helper()
+	loaded, err := NewConfigMapStore(typed, "default", ledger).Load(context.Background(), func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, inc := range incs {
+		want[inc.ID] = inc.Facts["restartCount"]
+	}
+	for _, inc := range loaded {
+		if r, ok := want[inc.ID]; !ok {
+			t.Errorf("incident %s loaded: it left the ledger", inc.ID)
+		} else if r != inc.Facts["restartCount"] {
+			t.Errorf("incident %s loaded with restartCount %s, want %s", inc.ID, inc.Facts["restartCount"], r)
+		}
+	}
+	if len(loaded) != len(incs) {
+		t.Errorf("loaded %d incidents, want %d", len(loaded), len(incs))
+	}
+}
+
+// failing is the store's own writes and deletes, but the n-th call that
+// match picks fails (as a crash or a lost lease would stop the save
+// there).
+func failing(store *ConfigMapStore, n int, match func(op, name string) bool) shardIO {
+	seen := 0
+	fail := func(op, name string) error {
+		if match(op, name) {
+			if seen++; seen == n {
+				return fmt.Errorf("injected: the save stops at the %s of %s", op, name)
+			}
+		}
+		return nil
+	}
+	return shardIO{
+		put: func(ctx context.Context, name, data string) error {
+			if err := fail("put", name); err != nil {
+				return err
+			}
+			return store.put(ctx, name, data)
+		},
+		del: func(ctx context.Context, name, what string) error {
+			if err := fail("delete", name); err != nil {
+				return err
+			}
+			return store.delete(ctx, name, what)
+		},
+	}
+}
+
+// ledgerJournalFoldInterrupted: a fold stopped half way — after some of
+// its hashed shards, or some of its deletes — leaves a ledger where each
+// incident loads as the last save or the stopped one left it, and an
+// incident that left in it (its open copy in a sealed journal shard, its
+// resolved one in an archive shard, an older one in its hashed shard)
+// stays gone; the next save finishes the fold.
+func ledgerJournalFoldInterrupted(t *testing.T, typed *kube.Client) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		n    int
+		at   func(op, name string) bool
+	}{
+		{"second hashed write", 2, func(op, name string) bool { return op == "put" && strings.Count(name, "-") == 2 && !strings.Contains(name, "-j-") && !strings.Contains(name, "-a-") }},
+		{"second journal delete", 2, func(op, name string) bool { return op == "delete" && strings.Contains(name, "-j-") }},
+		{"archive delete", 1, func(op, name string) bool { return op == "delete" && strings.Contains(name, "-a-") }},
+	} {
+		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
+			ledger := "fold" + strconv.Itoa(len(c.name))
+			store := NewConfigMapStore(typed, "default", ledger)
+			incs := realisticIncidents(2000) // several hashed shards
+			if err := store.Save(ctx, incs); err != nil {
+				t.Fatal(err)
+			}
+			// K's change is journaled, then sealed in the journal's first
+			// shard by 200 more.
+			const k = 5
+			incs[k].Facts = map[string]string{"restartCount": "50"}
+			incs[k].rev++
+			if err := store.Save(ctx, incs); err != nil {
+				t.Fatal(err)
+			}
+			for i := 100; i < 300; i++ {
+				incs[i].Facts = map[string]string{"restartCount": strconv.Itoa(i)}
+				incs[i].rev++
+			}
+			if err := store.Save(ctx, incs); err != nil {
+				t.Fatal(err)
+			}
+			if sh := store.journal.shards[ledger+"-j-0"]; sh == nil || !sh.sealed {
+				t.Fatalf("the journal's first shard is not sealed: the test does not test what it says")
+			}
+			// K resolves, its deliveries done: archived, alone in the
+			// archive's first shard.
+			incs[k].ResolvedAt = time.Now()
+			incs[k].rev++
+			if err := store.Save(ctx, incs); err != nil {
+				t.Fatal(err)
+			}
+			loadsAs(t, typed, ledger, incs)
+			// K leaves the ledger (expired) and half the incidents change:
+			// the save writes K's tombstone, folds and deletes the archive
+			// shard, and stops where the case says. Each incident then
+			// loads as the last save left it or as this one meant; K stays
+			// gone.
+			incs = slices.Delete(incs, k, k+1)
+			before := slices.Clone(incs)
+			for i := 1000; i < 2000-1; i++ {
+				incs[i].Facts = map[string]string{"restartCount": strconv.Itoa(i + 1)}
+				incs[i].rev++
+			}
+			if err := store.save(ctx, sharedOf(incs), failing(store, c.n, c.at)); err == nil || !strings.Contains(err.Error(), "injected") {
+				t.Fatalf("the fold: %v, want it stopped by the injected failure", err)
+			}
+			loadsEither(t, typed, ledger, before, incs)
+			if err := store.Save(ctx, incs); err != nil {
+				t.Fatal(err)
+			}
+			loadsAs(t, typed, ledger, incs)
+		})
+	}
+}
+
+// loadsEither fails t unless a fresh store loads the incidents of after
+// (the same IDs as before), each as in before or as in after.
+func loadsEither(t *testing.T, typed *kube.Client, ledger string, before, after []Incident) {
+	t.Helper()
+	loaded, err := NewConfigMapStore(typed, "default", ledger).Load(context.Background(), func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	either := map[string][2]string{}
+	for i := range after {
+		either[after[i].ID] = [2]string{before[i].Facts["restartCount"], after[i].Facts["restartCount"]}
+	}
+	for _, inc := range loaded {
+		r, ok := either[inc.ID]
+		if !ok {
+			t.Errorf("incident %s loaded: it left the ledger", inc.ID)
+		} else if got := inc.Facts["restartCount"]; got != r[0] && got != r[1] {
+			t.Errorf("incident %s loaded with restartCount %s, want %s (the last save's) or %s (the stopped one's)", inc.ID, got, r[0], r[1])
+		}
+	}
+	if len(loaded) != len(after) {
+		t.Errorf("loaded %d incidents, want %d", len(loaded), len(after))
+	}
+}
+
+func sharedOf(incs []Incident) []*Incident {
+	out := make([]*Incident, len(incs))
+	for i := range incs {
+		out[i] = &incs[i]
+	}
+	return out
+}
+
+// ledgerJournalSweep: a journal shard a deposed leader created after the
+// successor read the ledger (its write was answered late) is deleted by
+// the successor's first fold, so that an incident the successor removes
+// later does not come back from it.
+func ledgerJournalSweep(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
+	ctx := context.Background()
+	old := NewConfigMapStore(typed, "default", "sweep")
+	if err := old.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Load(ctx, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	incs := realisticIncidents(100)
+	if err := old.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	successor := NewConfigMapStore(typed, "default", "sweep")
+	if err := successor.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := successor.Load(ctx, func(string, ...any) {})
+	if err != nil || len(loaded) != len(incs) {
+		t.Fatalf("the successor loaded %d incidents (%v), want %d", len(loaded), err, len(incs))
+	}
+	// The deposed leader's late journal shard, of its epoch, with a
+	// newer generation than anything the successor loaded.
+	late := incs[7]
+	late.Facts = map[string]string{"restartCount": "70"}
+	data, err := encodeForLedger(&late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sweep-j-7", Namespace: "default",
+		Labels: map[string]string{ledgerLabel: ledgerValue, "herald.io/ledger": "sweep"},
+		Annotations: map[string]string{epochAnnotation: strconv.FormatUint(old.Epoch(), 10), generationAnnotation: "1000",
+			writerAnnotation: old.token}},
+		Data: map[string]string{dataKey: "[" + string(data) + "]"}}
+	if _, err := typed.CreateConfigMap(ctx, stray); err != nil {
+		t.Fatal(err)
+	}
+	// The successor's first save folds, and deletes it.
+	if err := successor.Save(ctx, loaded); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().ConfigMaps("default").Get(ctx, "sweep-j-7", metav1.GetOptions{}); err == nil {
+		t.Fatal("the deposed leader's late journal shard is still there after the successor's first fold")
+	}
+	// The successor removes incident 7: it stays gone.
+	kept := slices.Delete(slices.Clone(loaded), 7, 8)
+	if err := successor.Save(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	loadsAs(t, typed, "sweep", kept)
 }

@@ -163,6 +163,10 @@ type Incident struct {
 	// EndedDeleted), so that its message can say so rather than repeat
 	// what was wrong.
 	Ended string `json:"ended,omitempty"`
+	// Gone marks a tombstone in the ledger's journal: the incident left
+	// the ledger, and its older copies in other shards are not current
+	// (journal.go). A tracker never holds one.
+	Gone bool `json:"gone,omitempty"`
 	// Pending lists notifications not yet accepted by every sink.
 	Pending []Pending `json:"pending,omitempty"`
 	// Channel routes chat sinks (the rule's, or a namespace's override).

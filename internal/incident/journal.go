@@ -1,6 +1,15 @@
 package incident
 
-import "slices"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // The ledger's journal. A hashed shard holds several hundred open
 // incidents, and a storm changes a few of them in every shard between
@@ -13,18 +22,27 @@ import "slices"
 // Instead a save writes the changed incidents' current copies to the
 // journal, shards <ledger>-j-<n> that fill and seal as the archive's do,
 // and leaves their hashed shards as they were. On load the copy of the
-// newest generation wins, so the journal's copy is the current one. Once
-// the journal holds as many bytes as half the open incidents, a save
-// compacts it: it writes every hashed shard that changed, and the
-// journal's shards, holding nothing current any more, are deleted. A
-// save whose changes alone reach that size compacts at once: the journal
-// would cost more than the shards.
+// newest generation wins, so the journal's copy is the current one. An
+// incident that leaves the ledger gets a tombstone in the journal (a
+// copy marked gone), newer than every copy of it anywhere, so that none
+// of those comes back on load; a hashed shard is not written for it.
 //
-// A save compacts too when an incident with a copy in the journal
-// leaves the ledger: that copy, in a sealed shard, would otherwise come
-// back on load. An incident that leaves the ledger from a hashed shard
-// has that shard written at once, as before. And the first save after a
-// load compacts (it knows nothing of what the hashed shards hold).
+// Once the journal holds as many bytes as half the open incidents, a
+// save folds it: it writes every hashed shard that changed since it was
+// last written, and only once all of them are written does anything in
+// the journal stop being current; then the journal's shards are deleted,
+// oldest first, so that a tombstone outlives the copies it hides however
+// far the deletes get. A save whose changes alone reach that size folds
+// at once (the journal would cost more than the shards), and so does
+// the first save after a load (it knows nothing of what the hashed
+// shards hold). That first fold also deletes any journal shard it did
+// not load: one a deposed leader's write created late, whose copies
+// would otherwise outlive this leader's tombstones.
+//
+// A reader of the ledger older than the journal reads its shards as
+// hashed ones (the newest copy wins there too), a tombstone as an
+// incident resolved long ago, and deletes the journal at its first
+// write.
 
 // journalShardBytes is where a filling journal shard is sealed: the
 // most a save writes for the journal, besides compactions.
@@ -34,21 +52,20 @@ func newJournal() *archive { return newFillAndSeal("j", journalShardBytes) }
 
 // journalOrWrite decides, for each hashed shard whose incidents changed
 // since it was written, whether the changes go to the journal or the
-// shard is written now, and returns the shards to write now.
-func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[string]*hashedShard) []string {
+// shard is written now (fold: every such shard is written, and the
+// journal folded once they are), and returns the shards to write now.
+func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[string]*hashedShard) (writeNow []string, fold bool) {
 	type change struct {
 		name    string
 		changed []int // indexes into the shard's holds
-		lost    bool  // an incident it held left the ledger
 	}
 	var dirty []change
-	compact := false
 	liveBytes, changedBytes := 0, 0
 	for name, sh := range shards {
 		liveBytes += sh.size
 		old, known := s.holds[name]
 		if !known {
-			compact = true // a load, or a new shard count
+			fold = true // a load, or a new shard count
 		} else if slices.Equal(old, sh.holds) {
 			continue
 		}
@@ -56,7 +73,6 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		before := make(map[string]uint64, len(old))
 		for _, e := range old {
 			before[e.id] = e.rev
-			c.lost = c.lost || s.encoded[e.id] == nil // gone now, or in an earlier save that failed
 		}
 		for j, e := range sh.holds {
 			if rev, ok := before[e.id]; !ok || rev != e.rev {
@@ -66,41 +82,67 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		}
 		dirty = append(dirty, c)
 	}
-	for id := range s.journaled {
-		compact = compact || s.encoded[id] == nil
-	}
-	var writeNow []string
-	if compact || s.journal.bytes()+changedBytes >= liveBytes/2 {
-		s.compact()
+	if fold || s.journal.bytes()+changedBytes >= liveBytes/2 {
 		for _, c := range dirty {
 			writeNow = append(writeNow, c.name)
 		}
-		return writeNow
+		return writeNow, true
 	}
 	for _, c := range dirty {
 		sh := shards[c.name]
-		if c.lost {
-			// An incident left the ledger: its copy in this shard goes
-			// with a write of the shard (it has none in the journal).
-			writeNow = append(writeNow, c.name)
-			for _, e := range sh.holds {
-				s.journal.forget(e.id) // current in the shard now
-			}
-			continue
-		}
 		for _, j := range c.changed {
 			e := sh.holds[j]
 			s.journal.keep(s.name, e.id, e.rev, len(encoded[sh.part[j]].json))
-			s.journaled[e.id] = true
 		}
 	}
-	return writeNow
+	return nil, false
 }
 
-// compact makes every copy in the journal stale: the save writes every
-// hashed shard that changed, then deletes the journal's shards.
+// tombstoneRev is the revision a tombstone is kept at in the journal: no
+// incident's, so an incident of that ID back in the ledger replaces it.
+const tombstoneRev = math.MaxUint64
+
+// tombstone records in the journal that the incident id left the
+// ledger: its copies in hashed, journal and archive shards stay until
+// the next fold, and must not come back on load.
+func (s *ConfigMapStore) tombstone(id, fingerprint string) {
+	s.journal.forget(id)
+	// Resolved long ago, for a reader older than the journal: it drops
+	// the incident as past its retention.
+	b, err := json.Marshal(Incident{ID: id, Fingerprint: fingerprint, Gone: true, ResolvedAt: time.Unix(1, 0).UTC()})
+	if err != nil {
+		panic(err) // an Incident of strings and a time always encodes
+	}
+	s.tombstones[id] = b
+	s.journal.keep(s.name, id, tombstoneRev, len(b))
+}
+
+// compact makes every copy in the journal stale, tombstones included:
+// every hashed shard now holds its incidents' current copies. The
+// journal's shards are deleted next.
 func (s *ConfigMapStore) compact() {
 	for id := range s.journal.home {
 		s.journal.forget(id)
 	}
+	clear(s.tombstones)
+}
+
+// sweepJournal deletes the journal shards this store did not load or
+// write: after a fold it knows of none, so any there is a deposed
+// leader's, created after this leader read the ledger.
+func (s *ConfigMapStore) sweepJournal(ctx context.Context, io shardIO) error {
+	list, err := s.client.ListConfigMaps(ctx, s.namespace, metav1.ListOptions{LabelSelector: s.selector()})
+	if err != nil {
+		return fmt.Errorf("listing the ledger's journal after its first fold: %w", err)
+	}
+	for _, cm := range list.Items {
+		if _, ok := fillAndSealNumber(s.name, s.journal.kind, cm.Name); !ok || s.journal.shards[cm.Name] != nil {
+			continue
+		}
+		s.versions[cm.Name] = cm.ResourceVersion // deleted only as listed
+		if err := io.del(ctx, cm.Name, "journal shard of a deposed leader"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -72,9 +72,6 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 			warn("ledger entries without an ID skipped", "configmap", s.namespace+"/"+cm.Name, "entries", skipped)
 		}
 		for _, inc := range incs {
-			if isJournal {
-				s.journaled[inc.ID] = true // a copy that must go before the incident leaves the ledger
-			}
 			if isArchive && inc.Ended == EndedWaiting {
 				// A herald that did not know waits archived it as
 				// history; this one keeps waits in the hashed shards
@@ -98,11 +95,15 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	out := make([]Incident, 0, len(order))
 	for _, id := range order {
 		c := best[id]
-		out = append(out, c.inc)
 		if sh, ok := sealed[c.shard]; ok && (sh.kind == s.journal || archivable(&c.inc)) {
-			holds[c.shard] = append(holds[c.shard], id)
+			holds[c.shard] = append(holds[c.shard], id) // a tombstone too: it stays until the journal is folded
 		}
+		if c.inc.Gone {
+			continue // it left the ledger (journal.go)
+		}
+		out = append(out, c.inc)
 	}
+	s.sweep = s.claimed // the first fold deletes journal shards a deposed leader made late
 	for name, sh := range sealed {
 		sh.kind.loaded(name, sh.n, sh.size, holds[name]) // sealed; one holding nothing current goes at the next save
 	}
