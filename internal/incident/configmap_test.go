@@ -691,7 +691,9 @@ func ledgerJournalFoldInterrupted(t *testing.T, typed *kube.Client) {
 		n    int
 		at   func(op, name string) bool
 	}{
-		{"second hashed write", 2, func(op, name string) bool { return op == "put" && strings.Count(name, "-") == 2 && !strings.Contains(name, "-j-") && !strings.Contains(name, "-a-") }},
+		{"second hashed write", 2, func(op, name string) bool {
+			return op == "put" && strings.Count(name, "-") == 2 && !strings.Contains(name, "-j-") && !strings.Contains(name, "-a-")
+		}},
 		{"second journal delete", 2, func(op, name string) bool { return op == "delete" && strings.Contains(name, "-j-") }},
 		{"archive delete", 1, func(op, name string) bool { return op == "delete" && strings.Contains(name, "-a-") }},
 	} {
