@@ -36,6 +36,10 @@ const (
 	// shard: a write refused because the shard changed is another
 	// writer's conflict only if the shard names another writer (mine).
 	writerAnnotation = "herald.io/ledger-writer"
+	// foldsAnnotation is how many times the ledger's journal had been
+	// folded when the shard was written: a journal shard of an earlier
+	// count than the claim records is stale (journal.go).
+	foldsAnnotation = "herald.io/ledger-folds"
 )
 
 // ConfigMapStore keeps the ledger in ConfigMaps in one namespace. Open
@@ -75,12 +79,13 @@ type ConfigMapStore struct {
 	archive *archive
 	// journal holds the open incidents' changes between rewrites of
 	// their hashed shards, and tombstones (their JSON) for the incidents
-	// that left the ledger since (journal.go); sweep: the first fold
-	// after this leader's load also deletes journal shards it does not
-	// know (a deposed leader's late ones).
+	// that left the ledger since; returned: incidents back in the ledger
+	// with a tombstone; folds: the journal's folds so far, as the claim
+	// records them (journal.go).
 	journal    *archive
 	tombstones map[string][]byte
-	sweep      bool
+	returned   map[string]bool
+	folds      uint64
 	gen        uint64 // generation of the last save, or the newest loaded
 
 	putBytes func(n int) // told the bytes of every shard written (CountBytes)
@@ -94,7 +99,7 @@ func (s *ConfigMapStore) CountBytes(f func(n int)) { s.putBytes = f }
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
 	return &ConfigMapStore{client: client, namespace: namespace, name: name, token: rand.Text(), versions: map[string]string{}, unsureDeletes: map[string]bool{}, recent: map[string][][sha256.Size]byte{},
 		written: map[string]string{}, holds: map[string][]shardEntry{}, encoded: map[string]*encodedIncident{},
-		archive: newArchive(), journal: newJournal(), tombstones: map[string][]byte{}}
+		archive: newArchive(), journal: newJournal(), tombstones: map[string][]byte{}, returned: map[string]bool{}}
 }
 
 func (s *ConfigMapStore) selector() string {
@@ -178,11 +183,14 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 			kind.deleted(name)
 		}
 	}
-	if fold && s.sweep {
-		if err := s.sweepJournal(ctx, io); err != nil {
-			return err
+	if fold {
+		// Recorded in the claim: from now on a journal shard of an
+		// earlier count (one this store did not delete: a write of
+		// unknown outcome that landed late, a deposed leader's) is stale.
+		s.folds++
+		if s.claimed {
+			return s.touchClaim(ctx)
 		}
-		s.sweep = false
 	}
 	return nil
 }
@@ -260,6 +268,13 @@ func (s *ConfigMapStore) encode(incs []*Incident) ([]*encodedIncident, error) {
 	encoded := make([]*encodedIncident, len(incs))
 	for i, inc := range incs {
 		e := s.encoded[inc.ID]
+		if e == nil && s.tombstones[inc.ID] != nil {
+			// Back in the ledger after it left: its tombstone must not
+			// hide it (journalOrWrite journals it again).
+			s.journal.forget(inc.ID)
+			delete(s.tombstones, inc.ID)
+			s.returned[inc.ID] = true
+		}
 		if e == nil {
 			h := sha256.Sum256([]byte(inc.ID))
 			e = &encodedIncident{hash: binary.BigEndian.Uint64(h[:8]), fp: inc.Fingerprint}

@@ -54,7 +54,8 @@ func TestConfigMapLedger(t *testing.T) {
 	t.Run("Archive", func(t *testing.T) { ledgerArchive(t, client, typed) })
 	t.Run("Journal", func(t *testing.T) { ledgerJournal(t, client, typed) })
 	t.Run("JournalFoldInterrupted", func(t *testing.T) { ledgerJournalFoldInterrupted(t, typed) })
-	t.Run("JournalSweep", func(t *testing.T) { ledgerJournalSweep(t, client, typed) })
+	t.Run("JournalStale", func(t *testing.T) { ledgerJournalStale(t, client, typed) })
+	t.Run("DeleteUnknownVersion", func(t *testing.T) { ledgerDeleteUnknownVersion(t, typed) })
 	t.Run("Conditional", func(t *testing.T) { ledgerConditional(t, typed) })
 	t.Run("Adopt", func(t *testing.T) { ledgerAdopt(t, typed) })
 	t.Run("OwnWriteLandsLate", func(t *testing.T) { ledgerOwnWriteLandsLate(t, env.Config, typed) })
@@ -235,6 +236,7 @@ func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Clie
 	if err := store.Save(ctx, incs); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("a storm's save: %d changed incidents of 20,000, %d bytes sent", len(changedIDs), put)
 	if bound := 50 * 1000; put > bound {
 		t.Errorf("a save of %d changed incidents of 20,000 sent %d bytes, want at most %d (their copies, not their shards)", len(changedIDs), put, bound)
 	}
@@ -593,7 +595,7 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	loadsExactly(incs)
 
 	// An incident never journaled leaves from its hashed shard while
-	// another's change is journaled: the shard is written at once.
+	// another's change is journaled: a tombstone, no hashed write.
 	change(&incs[6], 60)
 	if err := store.Save(ctx, incs); err != nil {
 		t.Fatal(err)
@@ -601,6 +603,9 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	incs = slices.Delete(incs, 7, 8)
 	if err := store.Save(ctx, incs); err != nil {
 		t.Fatal(err)
+	}
+	if now, _ := kinds(); !maps.Equal(now, hashed) {
+		t.Errorf("an incident leaving wrote hashed shards %v (were %v); want only its tombstone in the journal", now, hashed)
 	}
 	loadsExactly(incs)
 
@@ -621,6 +626,37 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	}
 	if !folded {
 		t.Error("the journal was never folded into the hashed shards")
+	}
+	loadsExactly(incs)
+	// What the store remembers of its writes goes with the shards.
+	now, journal = kinds()
+	for name := range store.recent {
+		if _, ok := now[name]; !ok && journal[name] == "" {
+			t.Errorf("the store still remembers writes of %s, deleted", name)
+		}
+	}
+
+	// An incident leaves and comes back, unchanged (a restored wait
+	// pushed out and let back in): its tombstone must not hide it.
+	back := incs[3]
+	incs = slices.Delete(incs, 3, 4)
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	loadsExactly(incs)
+	// 200 changes seal the journal shard that holds its tombstone.
+	for i := 100; i < 300; i++ {
+		change(&incs[i], 3000+i)
+	}
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
+	}
+	if h := store.journal.home[back.ID]; h.shard == "" || !store.journal.shards[h.shard].sealed {
+		t.Fatalf("the tombstone is not in a sealed journal shard (%+v): the test does not test what it says", h)
+	}
+	incs = slices.Insert(incs, 3, back) // where it was: its shard holds what it held
+	if err := store.Save(ctx, incs); err != nil {
+		t.Fatal(err)
 	}
 	loadsExactly(incs)
 }
@@ -786,16 +822,22 @@ func sharedOf(incs []Incident) []*Incident {
 	return out
 }
 
-// ledgerJournalSweep: a journal shard a deposed leader created after the
-// successor read the ledger (its write was answered late) is deleted by
-// the successor's first fold, so that an incident the successor removes
-// later does not come back from it.
-func ledgerJournalSweep(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
+// ledgerJournalStale: a journal shard the ledger's leader did not
+// write or delete — a deposed leader's create answered late, or this
+// leader's own that landed after it deleted the name — is read as
+// nothing once the journal has been folded after it was made, so an
+// incident removed since does not come back from it; a new leader's
+// first save deletes it.
+func ledgerJournalStale(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
 	ctx := context.Background()
-	old := NewConfigMapStore(typed, "default", "sweep")
-	if err := old.Claim(ctx); err != nil {
-		t.Fatal(err)
+	claimed := func() *ConfigMapStore {
+		s := NewConfigMapStore(typed, "default", "stale")
+		if err := s.Claim(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
+	old := claimed()
 	if _, err := old.Load(ctx, func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -803,41 +845,97 @@ func ledgerJournalSweep(t *testing.T, client kubernetes.Interface, typed *kube.C
 	if err := old.Save(ctx, incs); err != nil {
 		t.Fatal(err)
 	}
-	successor := NewConfigMapStore(typed, "default", "sweep")
-	if err := successor.Claim(ctx); err != nil {
-		t.Fatal(err)
-	}
+	successor := claimed()
 	loaded, err := successor.Load(ctx, func(string, ...any) {})
 	if err != nil || len(loaded) != len(incs) {
 		t.Fatalf("the successor loaded %d incidents (%v), want %d", len(loaded), err, len(incs))
 	}
-	// The deposed leader's late journal shard, of its epoch, with a
-	// newer generation than anything the successor loaded.
-	late := incs[7]
-	late.Facts = map[string]string{"restartCount": "70"}
-	data, err := encodeForLedger(&late)
-	if err != nil {
-		t.Fatal(err)
+	stray := func(name string, folds uint64, inc Incident) {
+		t.Helper()
+		inc.Facts = map[string]string{"restartCount": "70"}
+		data, err := encodeForLedger(&inc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			Labels: map[string]string{ledgerLabel: ledgerValue, "herald.io/ledger": "stale"},
+			Annotations: map[string]string{epochAnnotation: strconv.FormatUint(old.Epoch(), 10), generationAnnotation: "1000",
+				writerAnnotation: old.token, foldsAnnotation: strconv.FormatUint(folds, 10)}},
+			Data: map[string]string{dataKey: "[" + string(data) + "]"}}
+		if _, err := typed.CreateConfigMap(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
 	}
-	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sweep-j-7", Namespace: "default",
-		Labels: map[string]string{ledgerLabel: ledgerValue, "herald.io/ledger": "sweep"},
-		Annotations: map[string]string{epochAnnotation: strconv.FormatUint(old.Epoch(), 10), generationAnnotation: "1000",
-			writerAnnotation: old.token}},
-		Data: map[string]string{dataKey: "[" + string(data) + "]"}}
-	if _, err := typed.CreateConfigMap(ctx, stray); err != nil {
-		t.Fatal(err)
-	}
-	// The successor's first save folds, and deletes it.
+	// The deposed leader's create lands after the successor read the
+	// ledger; the successor's first save folds.
+	stray("stale-j-7", old.folds, loaded[7])
 	if err := successor.Save(ctx, loaded); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.CoreV1().ConfigMaps("default").Get(ctx, "sweep-j-7", metav1.GetOptions{}); err == nil {
-		t.Fatal("the deposed leader's late journal shard is still there after the successor's first fold")
-	}
-	// The successor removes incident 7: it stays gone.
-	kept := slices.Delete(slices.Clone(loaded), 7, 8)
+	// The successor's own create of the current era lands late, after
+	// it deleted the name.
+	stray("stale-j-9", successor.folds, loaded[8])
+	// Incidents 7 and 8 leave (tombstones); then half the others change:
+	// a fold, which deletes the tombstones.
+	kept := slices.Delete(slices.Clone(loaded), 7, 9)
 	if err := successor.Save(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
-	loadsAs(t, typed, "sweep", kept)
+	for i := range len(kept)/2 + 1 {
+		kept[i].Facts = map[string]string{"restartCount": strconv.Itoa(200 + i)}
+		kept[i].rev++
+	}
+	folds := successor.folds
+	if err := successor.Save(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	if successor.folds != folds+1 {
+		t.Fatalf("the journal was not folded (%d folds, then %d): the test does not test what it says", folds, successor.folds)
+	}
+	loadsAs(t, typed, "stale", kept)
+	// A new leader's first save deletes both.
+	next := claimed()
+	if _, err := next.Load(ctx, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Save(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"stale-j-7", "stale-j-9"} {
+		if _, err := client.CoreV1().ConfigMaps("default").Get(ctx, name, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s is still there after a new leader's first save", name)
+		}
+	}
+}
+
+// ledgerDeleteUnknownVersion: a shard whose version the store does not
+// know (its last write's outcome was unknown) is deleted only as read,
+// and only if this store wrote it: never another writer's shard of the
+// same name.
+func ledgerDeleteUnknownVersion(t *testing.T, typed *kube.Client) {
+	ctx := context.Background()
+	store := NewConfigMapStore(typed, "default", "unknown")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unknown-j-4", Namespace: "default",
+		Labels:      map[string]string{ledgerLabel: ledgerValue, "herald.io/ledger": "unknown"},
+		Annotations: map[string]string{writerAnnotation: "another-replica"}}}
+	if _, err := typed.CreateConfigMap(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.delete(ctx, "unknown-j-4", "journal shard"); !errors.Is(err, ErrConflict) {
+		t.Errorf("deleting another writer's shard of unknown version: %v, want ErrConflict", err)
+	}
+	if _, err := typed.GetConfigMap(ctx, "default", "unknown-j-4"); err != nil {
+		t.Fatalf("another writer's shard is gone: %v", err)
+	}
+	got, _ := typed.GetConfigMap(ctx, "default", "unknown-j-4")
+	got.Annotations[writerAnnotation] = store.token
+	if _, err := typed.UpdateConfigMap(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.delete(ctx, "unknown-j-4", "journal shard"); err != nil {
+		t.Errorf("deleting its own shard of unknown version: %v", err)
+	}
+	if _, err := typed.GetConfigMap(ctx, "default", "unknown-j-4"); err == nil {
+		t.Error("its own shard is still there")
+	}
 }

@@ -1,14 +1,13 @@
 package incident
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The ledger's journal. A hashed shard holds several hundred open
@@ -82,6 +81,7 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		}
 		dirty = append(dirty, c)
 	}
+	defer clear(s.returned)
 	if fold || s.journal.bytes()+changedBytes >= liveBytes/2 {
 		for _, c := range dirty {
 			writeNow = append(writeNow, c.name)
@@ -93,6 +93,13 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		for _, j := range c.changed {
 			e := sh.holds[j]
 			s.journal.keep(s.name, e.id, e.rev, len(encoded[sh.part[j]].json))
+		}
+	}
+	for id := range s.returned {
+		// Its tombstone is written: a copy newer than it, whether or not
+		// its hashed shard changed. (Archived: the archive's is.)
+		if e := s.encoded[id]; e != nil && s.archive.home[id].shard == "" {
+			s.journal.keep(s.name, id, e.rev, len(e.json))
 		}
 	}
 	return nil, false
@@ -127,22 +134,14 @@ func (s *ConfigMapStore) compact() {
 	clear(s.tombstones)
 }
 
-// sweepJournal deletes the journal shards this store did not load or
-// write: after a fold it knows of none, so any there is a deposed
-// leader's, created after this leader read the ledger.
-func (s *ConfigMapStore) sweepJournal(ctx context.Context, io shardIO) error {
-	list, err := s.client.ListConfigMaps(ctx, s.namespace, metav1.ListOptions{LabelSelector: s.selector()})
-	if err != nil {
-		return fmt.Errorf("listing the ledger's journal after its first fold: %w", err)
+// staleJournal says whether cm is a journal shard of an era the ledger
+// has folded since: its copies are in the hashed shards, or older than
+// the ones there (a write of unknown outcome that landed late, a deposed
+// leader's); it is read as nothing and deleted.
+func (s *ConfigMapStore) staleJournal(cm *corev1.ConfigMap) bool {
+	if _, ok := fillAndSealNumber(s.name, s.journal.kind, cm.Name); !ok {
+		return false
 	}
-	for _, cm := range list.Items {
-		if _, ok := fillAndSealNumber(s.name, s.journal.kind, cm.Name); !ok || s.journal.shards[cm.Name] != nil {
-			continue
-		}
-		s.versions[cm.Name] = cm.ResourceVersion // deleted only as listed
-		if err := io.del(ctx, cm.Name, "journal shard of a deposed leader"); err != nil {
-			return err
-		}
-	}
-	return nil
+	folds, _ := strconv.ParseUint(cm.Annotations[foldsAnnotation], 10, 64)
+	return folds < s.folds
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -14,6 +15,17 @@ import (
 
 // Load implements Store.
 func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([]Incident, error) {
+	if !s.claimed {
+		// A reader: which journal shards are stale, the claim says
+		// (Claim read it for the leader).
+		claim, err := s.client.GetConfigMap(ctx, s.namespace, s.claimName())
+		switch {
+		case err == nil:
+			s.folds, _ = strconv.ParseUint(claim.Data["folds"], 10, 64)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
+		}
+	}
 	list, err := s.client.ListConfigMaps(ctx, s.namespace, metav1.ListOptions{LabelSelector: s.selector()})
 	if err != nil {
 		return nil, fmt.Errorf("reading the ledger ConfigMaps in %s: %w", s.namespace, err)
@@ -62,6 +74,9 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 			sealed[cm.Name] = fillAndSeal{s.archive, n, len(cm.Data[dataKey])}
 		case isJournal:
 			sealed[cm.Name] = fillAndSeal{s.journal, j, len(cm.Data[dataKey])}
+			if s.staleJournal(cm) {
+				continue // holding nothing current: deleted at the next save
+			}
 		}
 		incs, skipped, err := decodeShard(cm.Data[dataKey])
 		if err != nil {
@@ -103,7 +118,6 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 		}
 		out = append(out, c.inc)
 	}
-	s.sweep = s.claimed // the first fold deletes journal shards a deposed leader made late
 	for name, sh := range sealed {
 		sh.kind.loaded(name, sh.n, sh.size, holds[name]) // sealed; one holding nothing current goes at the next save
 	}

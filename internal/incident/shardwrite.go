@@ -38,10 +38,27 @@ func (s *ConfigMapStore) delete(ctx context.Context, name, what string) error {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
+		if _, known := s.versions[name]; !known {
+			// Its last write's outcome is unknown: delete it only as read,
+			// and only if it is this store's. An unconditional delete
+			// answered late would remove whatever has that name by then
+			// (a successor's new shard of the same name).
+			cm, err := s.client.GetConfigMap(ctx, s.namespace, name)
+			if apierrors.IsNotFound(err) {
+				s.forgetShard(name)
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s %s/%s before deleting it: %w", what, s.namespace, name, err)
+			}
+			if cm.Annotations[writerAnnotation] != s.token && !s.staleJournal(cm) {
+				return fmt.Errorf("deleting %s %s/%s: another writer wrote it: %w", what, s.namespace, name, ErrConflict)
+			}
+			s.versions[name] = cm.ResourceVersion
+		}
 		err := s.client.DeleteConfigMap(ctx, s.namespace, name, s.versions[name])
 		if err == nil || apierrors.IsNotFound(err) {
-			delete(s.versions, name)
-			delete(s.unsureDeletes, name)
+			s.forgetShard(name)
 			return nil
 		}
 		if apierrors.IsConflict(err) && attempt < ownWriteRetries {
@@ -59,6 +76,13 @@ func (s *ConfigMapStore) delete(ctx context.Context, name, what string) error {
 		s.unsureDeletes[name] = true // it may have been applied
 		return fmt.Errorf("deleting %s %s/%s: %w", what, s.namespace, name, err)
 	}
+}
+
+// forgetShard drops what the store knows of a shard that is gone.
+func (s *ConfigMapStore) forgetShard(name string) {
+	delete(s.versions, name)
+	delete(s.unsureDeletes, name)
+	delete(s.recent, name)
 }
 
 // ownWriteRetries bounds how often one write is retried after it was
@@ -85,6 +109,7 @@ func (s *ConfigMapStore) put(ctx context.Context, name, data string) error {
 				generationAnnotation: strconv.FormatUint(s.gen, 10),
 				epochAnnotation:      strconv.FormatUint(s.epoch, 10),
 				writerAnnotation:     s.token,
+				foldsAnnotation:      strconv.FormatUint(s.folds, 10),
 			}},
 			Data: map[string]string{dataKey: data},
 		}
@@ -166,7 +191,8 @@ func digest(data string) [sha256.Size]byte {
 // wrote it last — the shard names this store as its writer and holds
 // what one of its latest writes sent (an earlier write of this replica,
 // whose outcome was unknown, was applied; an edit by hand keeps the
-// writer annotation but not the data, and is a conflict) — if it is not a
+// writer annotation but not the data, and is a conflict) — if it is a
+// journal shard of an era the ledger has folded (journal.go) — if it is not a
 // ledger shard (a ConfigMap in the
 // way — restored from a backup, its labels removed by hand: no replica
 // wrote it, and taking it for another's shard would make every leader
@@ -185,7 +211,7 @@ func (s *ConfigMapStore) mine(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("reading ledger shard %s/%s after a write of it was refused: %w", s.namespace, name, err)
 	}
-	if cm.Labels[ledgerLabel] != ledgerValue || cm.Annotations[writerAnnotation] == s.token && s.attemptedHere(name, cm.Data[dataKey]) {
+	if cm.Labels[ledgerLabel] != ledgerValue || s.staleJournal(cm) || cm.Annotations[writerAnnotation] == s.token && s.attemptedHere(name, cm.Data[dataKey]) {
 		s.versions[name] = cm.ResourceVersion
 		return true, nil
 	}
@@ -219,6 +245,7 @@ func (s *ConfigMapStore) Claim(ctx context.Context) error {
 		return fmt.Errorf("reading the ledger's claim %s/%s: %w", s.namespace, s.claimName(), err)
 	default:
 		s.claimVersion = cm.ResourceVersion
+		s.folds, _ = strconv.ParseUint(cm.Data["folds"], 10, 64) // none: before the journal
 		if cm.Data["holder"] != s.token {
 			prev, _ := strconv.ParseUint(cm.Data["epoch"], 10, 64) // none: written before epochs
 			if prev == math.MaxUint64 {
@@ -256,7 +283,8 @@ func (s *ConfigMapStore) touchClaim(ctx context.Context) error {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: s.claimName(), Namespace: s.namespace, ResourceVersion: s.claimVersion,
 				Labels: map[string]string{"herald.io/ledger-claim": s.name, "app.kubernetes.io/managed-by": "herald"}},
-			Data: map[string]string{"holder": s.token, "epoch": strconv.FormatUint(s.epoch, 10), "writes": strconv.FormatUint(s.claims, 10)},
+			Data: map[string]string{"holder": s.token, "epoch": strconv.FormatUint(s.epoch, 10), "writes": strconv.FormatUint(s.claims, 10),
+				"folds": strconv.FormatUint(s.folds, 10)},
 		}
 		var err error
 		known := s.claimVersion != ""
