@@ -238,17 +238,26 @@ func (r *Report) Table(w io.Writer) {
 	fmt.Fprintf(w, "\nchurn on %d pods, %.0f s per rate; r_max %.0f patches/s\n\n", r.ChurnAt, r.StepSecs, r.RMax)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rate/s\tpatches\tL0 p50\tL0 p99\tL0 p99.9\therald p50\tp99\tp99.9\tmax\tp99−L0 p99\tdelivered\tmissed\tdup\tunexpected\tCPU s/1000\tfloor CPU s/1000\tcache CPU s/1000\t")
+	cacheKilled := r.CacheContainer != nil && r.CacheContainer.OOMKills > 0 && r.CacheRSSAfterSync == 0
 	for _, c := range r.Churn {
 		f, h := c.Floor, c.Herald
-		fmt.Fprintf(tw, "%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t\n", c.Rate, h.Offered,
+		cache := fmt.Sprintf("%.2f", c.Cache.CPUPer1000)
+		if cacheKilled {
+			cache = "killed"
+		}
+		fmt.Fprintf(tw, "%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%s\t\n", c.Rate, h.Offered,
 			f.Latency.P50, f.Latency.P99, f.Latency.P999, h.Latency.P50, h.Latency.P99, h.Latency.P999, h.Latency.Max,
-			h.Latency.P99-f.Latency.P99, h.Delivered, h.Missed, h.Duplicated, h.Unexpected, h.CPUPer1000, f.CPUPer1000, c.Cache.CPUPer1000)
+			h.Latency.P99-f.Latency.P99, h.Delivered, h.Missed, h.Duplicated, h.Unexpected, h.CPUPer1000, f.CPUPer1000, cache)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nlatencies in ms from each patch's due time; sustained (exactly once, p99.9 < 1 s) up to %.0f/s (%.0f%% of r_max)\n",
 		r.Sustained, 100*r.Sustained/max(r.RMax, 1))
-	fmt.Fprintf(w, "RSS after the churn: herald %.1f MB, the floor notifier (no cache) %.1f MB, the cache notifier (whole pods) %.1f MB (%.1f MB after its sync)\n",
-		mb(r.HeraldRSSAfterChurn), mb(r.FloorRSSAfterChurn), mb(r.CacheRSSAfterChurn), mb(r.CacheRSSAfterSync))
+	cacheRSS := fmt.Sprintf("%.1f MB (%.1f MB after its sync)", mb(r.CacheRSSAfterChurn), mb(r.CacheRSSAfterSync))
+	if cacheKilled {
+		cacheRSS = "killed at its memory limit before its cache synced"
+	}
+	fmt.Fprintf(w, "RSS after the churn: herald %.1f MB, the floor notifier (no cache) %.1f MB, the cache notifier (whole pods) %s\n",
+		mb(r.HeraldRSSAfterChurn), mb(r.FloorRSSAfterChurn), cacheRSS)
 	if c := r.HeraldContainerAfterChurn; c != nil {
 		fmt.Fprintf(w, "herald in its memory cgroup, from its start to the churn's end: %s\n", c)
 	}

@@ -20,3 +20,16 @@ func TestReportWithNothingDelivered(t *testing.T) {
 		t.Errorf("got %s", s)
 	}
 }
+
+// TestReportCacheNotifierKilled: a cache notifier killed at its memory
+// limit before its cache synced is named so, not reported as a notifier
+// that cost nothing.
+func TestReportCacheNotifierKilled(t *testing.T) {
+	r := &Report{Churn: []ChurnResult{{Rate: 20}}, CacheContainer: &Container{Limit: 512 << 20, Peak: 512 << 20, OOMKills: 1}}
+	var out strings.Builder
+	r.Table(&out)
+	// Named in the churn row's column, in the RSS line, and the cgroup's line.
+	if s := out.String(); strings.Count(s, "killed") < 2 || !strings.Contains(s, "killed at its memory limit before its cache synced") || !strings.Contains(s, "1 OOM kills") {
+		t.Errorf("the table does not say the cache notifier was killed:\n%s", s)
+	}
+}
