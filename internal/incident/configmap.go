@@ -153,15 +153,14 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 		data := s.build(sh, incs, encoded)
 		if s.written[name] != data {
 			if err := io.put(ctx, name, data); err != nil {
+				// What it holds is unknown now (the write may land
+				// late): the next save folds and writes it again.
+				delete(s.written, name)
+				delete(s.holds, name)
 				return err
 			}
 		}
 		s.written[name], s.holds[name] = data, sh.holds
-	}
-	if fold {
-		// Every hashed shard holds its incidents' current copies: nothing
-		// in the journal is current any more, tombstones included.
-		s.compact()
 	}
 	for name := range s.written {
 		if _, ok := shards[name]; ok {
@@ -173,6 +172,21 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 		delete(s.written, name)
 		delete(s.holds, name)
 	}
+	if fold {
+		// Every hashed shard holds its incidents' current copies (and
+		// no other is left): nothing in the journal is current any more,
+		// tombstones included. Counted in the claim at once: from now on
+		// a journal shard of an earlier count — one of unknown outcome
+		// that landed late, a deposed leader's, one whose delete below
+		// does not happen — is stale.
+		s.compact()
+		s.folds++
+		if s.claimed {
+			if err := s.touchClaim(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	// The journal's shards go last, oldest first: a tombstone outlives
 	// every other copy of its incident, whenever the deletes stop.
 	for _, kind := range []*archive{s.archive, s.journal} {
@@ -181,15 +195,6 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 				return err
 			}
 			kind.deleted(name)
-		}
-	}
-	if fold {
-		// Recorded in the claim: from now on a journal shard of an
-		// earlier count (one this store did not delete: a write of
-		// unknown outcome that landed late, a deposed leader's) is stale.
-		s.folds++
-		if s.claimed {
-			return s.touchClaim(ctx)
 		}
 	}
 	return nil

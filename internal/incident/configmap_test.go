@@ -893,6 +893,38 @@ func ledgerJournalStale(t *testing.T, client kubernetes.Interface, typed *kube.C
 		t.Fatalf("the journal was not folded (%d folds, then %d): the test does not test what it says", folds, successor.folds)
 	}
 	loadsAs(t, typed, "stale", kept)
+	// An older herald rewrites the claim without the count (a
+	// downgrade): a journal shard written since the fold still proves
+	// it, and the strays stay stale.
+	kept[60].Facts = map[string]string{"restartCount": "600"}
+	kept[60].rev++
+	if err := successor.Save(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := typed.GetConfigMap(ctx, "default", "stale-claim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(claim.Data, "folds")
+	if _, err := typed.UpdateConfigMap(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	loadsAs(t, typed, "stale", kept)
+	// A fold whose journal deletes fail has counted itself in the claim
+	// already: the shards it could not delete are stale.
+	for i := range len(kept)/2 + 1 {
+		kept[i].Facts = map[string]string{"restartCount": strconv.Itoa(400 + i)}
+		kept[i].rev++
+	}
+	counted := successor.folds
+	err = successor.save(ctx, sharedOf(kept), failing(successor, 1, func(op, name string) bool { return op == "delete" && strings.Contains(name, "-j-") }))
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("the fold: %v, want it stopped at its first journal delete", err)
+	}
+	if claim, err = typed.GetConfigMap(ctx, "default", "stale-claim"); err != nil || claim.Data["folds"] != strconv.FormatUint(counted+1, 10) {
+		t.Errorf("the claim counts %q folds after a fold whose journal delete failed, want %d", claim.Data["folds"], counted+1)
+	}
+	loadsAs(t, typed, "stale", kept)
 	// A new leader's first save deletes both.
 	next := claimed()
 	if _, err := next.Load(ctx, func(string, ...any) {}); err != nil {

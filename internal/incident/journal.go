@@ -82,7 +82,7 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		dirty = append(dirty, c)
 	}
 	defer clear(s.returned)
-	if fold || s.journal.bytes()+changedBytes >= liveBytes/2 {
+	if fold || (len(dirty) > 0 || s.journal.bytes() > 0) && s.journal.bytes()+changedBytes >= liveBytes/2 {
 		for _, c := range dirty {
 			writeNow = append(writeNow, c.name)
 		}

@@ -41,6 +41,13 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 	}
 	best := map[string]current{}
 	var order []string
+	// A shard written after the claim's count of folds (the claim was
+	// rewritten by an older herald, or deleted by hand) proves that many:
+	// the count never goes back, and a stale journal shard stays stale.
+	for i := range list.Items {
+		folds, _ := strconv.ParseUint(list.Items[i].Annotations[foldsAnnotation], 10, 64)
+		s.folds = max(s.folds, folds)
+	}
 	// Archive and journal shards: name → its number and size.
 	type fillAndSeal struct {
 		kind    *archive
