@@ -47,24 +47,7 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	}
 	loadsExactly := func(incs []Incident) {
 		t.Helper()
-		loaded, err := NewConfigMapStore(typed, "default", "jrnl").Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]string{}
-		for _, inc := range incs {
-			want[inc.ID] = inc.Facts["restartCount"]
-		}
-		for _, inc := range loaded {
-			if r, ok := want[inc.ID]; !ok {
-				t.Errorf("incident %s loaded: it left the ledger", inc.ID)
-			} else if r != inc.Facts["restartCount"] {
-				t.Errorf("incident %s loaded with restartCount %s, want %s", inc.ID, inc.Facts["restartCount"], r)
-			}
-		}
-		if len(loaded) != len(incs) {
-			t.Errorf("loaded %d incidents, want %d", len(loaded), len(incs))
-		}
+		loadsAs(t, typed, "jrnl", incs)
 	}
 	change := func(inc *Incident, restarts int) {
 		inc.Facts = map[string]string{"restartCount": strconv.Itoa(restarts)}
