@@ -198,4 +198,8 @@ sinks:
 	if err != nil {
 		t.Errorf("no ledger write counted")
 	}
+	// A leader's first write folds the ledger's journal.
+	if v := metricValue(t, metricsAddr, "herald_ledger_journal_folds_total"); v < 1 {
+		t.Errorf("herald_ledger_journal_folds_total = %v after the leader's first ledger write, want at least 1", v)
+	}
 }

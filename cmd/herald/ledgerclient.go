@@ -32,7 +32,7 @@ func newLedgerClient(restCfg *rest.Config) (*kube.Client, error) {
 
 // newLedgerStore is the incident ledger in ConfigMaps named name in
 // namespace, through its own client, counting what it writes
-// (herald_ledger_written_bytes_total).
+// (herald_ledger_written_bytes_total) and its journal's folds.
 func newLedgerStore(restCfg *rest.Config, namespace, name string, reg prometheus.Registerer) (*incident.ConfigMapStore, error) {
 	client, err := newLedgerClient(restCfg)
 	if err != nil {
@@ -43,5 +43,9 @@ func newLedgerStore(restCfg *rest.Config, namespace, name string, reg prometheus
 		Help: "Bytes of ledger shards this replica's saves wrote (not the claim, nor the mark a new leader puts on each shard it loads)."})
 	reg.MustRegister(written)
 	ledger.CountBytes(func(n int) { written.Add(float64(n)) })
+	folds := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_journal_folds_total",
+		Help: "Times this replica folded the ledger's journal into its shards (at its first write as leader, then whenever the journal reaches half the open incidents' bytes)."})
+	reg.MustRegister(folds)
+	ledger.CountFolds(folds.Inc)
 	return ledger, nil
 }

@@ -89,11 +89,16 @@ type ConfigMapStore struct {
 	gen        uint64 // generation of the last save, or the newest loaded
 
 	putBytes func(n int) // told the bytes of every shard written (CountBytes)
+	folded   func()      // told of every fold of the journal (CountFolds)
 }
 
 // CountBytes makes the store tell f the size of the data of every shard
 // it writes (herald_ledger_written_bytes_total). Call before Save.
 func (s *ConfigMapStore) CountBytes(f func(n int)) { s.putBytes = f }
+
+// CountFolds makes the store call f at every fold of its journal
+// (herald_ledger_journal_folds_total; journal.go). Call before Save.
+func (s *ConfigMapStore) CountFolds(f func()) { s.folded = f }
 
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
@@ -181,6 +186,9 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 		// does not happen — is stale.
 		s.compact()
 		s.folds++
+		if s.folded != nil {
+			s.folded()
+		}
 		if s.claimed {
 			if err := s.touchClaim(ctx); err != nil {
 				return err

@@ -29,6 +29,8 @@ import (
 func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
 	ctx := context.Background()
 	store := NewConfigMapStore(typed, "default", "jrnl")
+	folds := 0
+	store.CountFolds(func() { folds++ })
 	kinds := func() (hashed, journal map[string]string) { // name → resourceVersion
 		t.Helper()
 		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
@@ -125,6 +127,9 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	}
 	if !folded {
 		t.Error("the journal was never folded into the hashed shards")
+	}
+	if folds < 2 { // the first save, and this one
+		t.Errorf("%d folds counted, want at least 2", folds)
 	}
 	loadsExactly(incs)
 	// What the store remembers of its writes goes with the shards.
