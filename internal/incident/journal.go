@@ -82,7 +82,11 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		dirty = append(dirty, c)
 	}
 	defer clear(s.returned)
-	if fold || (len(dirty) > 0 || s.journal.bytes() > 0) && s.journal.bytes()+changedBytes >= liveBytes/2 {
+	// Fold when the journal, with this save's changes, would hold half
+	// the open incidents' bytes — and there is something to fold.
+	journalBytes := s.journal.bytes()
+	somethingToFold := len(dirty) > 0 || journalBytes > 0
+	if fold || somethingToFold && journalBytes+changedBytes >= liveBytes/2 {
 		for _, c := range dirty {
 			writeNow = append(writeNow, c.name)
 		}
