@@ -202,4 +202,10 @@ sinks:
 	if v := metricValue(t, metricsAddr, "herald_ledger_journal_folds_total"); v < 1 {
 		t.Errorf("herald_ledger_journal_folds_total = %v after the leader's first ledger write, want at least 1", v)
 	}
+	// The ledger's size: a firing incident is in a hashed shard.
+	for _, sample := range []string{`herald_ledger_shards{kind="hashed"}`, `herald_ledger_shard_bytes{kind="hashed"}`} {
+		if v := metricValue(t, metricsAddr, sample); v < 1 {
+			t.Errorf("%s = %v after the leader's first ledger write, want at least 1", sample, v)
+		}
+	}
 }

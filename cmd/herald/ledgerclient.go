@@ -47,5 +47,16 @@ func newLedgerStore(restCfg *rest.Config, namespace, name string, reg prometheus
 		Help: "Times this replica folded the ledger's journal into its shards (at its first write as leader, then whenever the journal reaches half the open incidents' bytes)."})
 	reg.MustRegister(folds)
 	ledger.CountFolds(folds.Inc)
+	shards := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_ledger_shards",
+		Help: "The ledger's ConfigMaps after this replica's last save, by kind: hashed (open incidents), journal (their changes since the last fold), archive (resolved incidents)."}, []string{"kind"})
+	shardBytes := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_ledger_shard_bytes",
+		Help: "Bytes of data in the ledger's ConfigMaps after this replica's last save, by kind (as herald_ledger_shards). The journal is folded once it reaches half the hashed shards' bytes."}, []string{"kind"})
+	reg.MustRegister(shards, shardBytes)
+	ledger.ReportSizes(func(sz incident.ShardSizes) {
+		for kind, size := range map[string]incident.ShardSize{"hashed": sz.Hashed, "journal": sz.Journal, "archive": sz.Archive} {
+			shards.WithLabelValues(kind).Set(float64(size.Shards))
+			shardBytes.WithLabelValues(kind).Set(float64(size.Bytes))
+		}
+	})
 	return ledger, nil
 }

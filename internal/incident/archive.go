@@ -114,12 +114,20 @@ func (a *archive) bytes() int {
 	return n
 }
 
+// dataBytes is the length of every shard's data as written: its
+// entries, a comma after each but the last, and the brackets.
+func (a *archive) dataBytes() int {
+	return a.bytes() + len(a.shards)
+}
+
 // loaded records a shard read from the API server: sealed, size bytes
 // of data, holding the current copies of ids.
 func (a *archive) loaded(name string, n, size int, ids []string) {
 	sh := a.shards[name]
 	if sh == nil {
-		sh = &archiveShard{size: size}
+		// size less its closing bracket: as keep counts a shard's bytes
+		// (each entry and a separator).
+		sh = &archiveShard{size: max(size-1, 0)}
 		a.shards[name] = sh
 	}
 	for _, id := range ids {

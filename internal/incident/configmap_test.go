@@ -53,6 +53,7 @@ func TestConfigMapLedger(t *testing.T) {
 	t.Run("Journal", func(t *testing.T) { ledgerJournal(t, client, typed) })
 	t.Run("JournalFoldInterrupted", func(t *testing.T) { ledgerJournalFoldInterrupted(t, typed) })
 	t.Run("JournalStale", func(t *testing.T) { ledgerJournalStale(t, client, typed) })
+	t.Run("HashedWriteLandsLate", func(t *testing.T) { ledgerHashedWriteLandsLate(t, typed) })
 	t.Run("DeleteUnknownVersion", func(t *testing.T) { ledgerDeleteUnknownVersion(t, typed) })
 	t.Run("Conditional", func(t *testing.T) { ledgerConditional(t, typed) })
 	t.Run("Adopt", func(t *testing.T) { ledgerAdopt(t, typed) })
@@ -271,6 +272,15 @@ func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Clie
 func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
 	ctx := context.Background()
 	store := NewConfigMapStore(typed, "default", "arch")
+	var reported ShardSizes
+	store.ReportSizes(func(sz ShardSizes) { reported = sz })
+	// What a store reports of its shards is what the API server holds.
+	sizesAsStored := func() {
+		t.Helper()
+		if stored := storedSizes(t, client, "arch"); reported != stored {
+			t.Errorf("the store reports shards %+v, the API server holds %+v", reported, stored)
+		}
+	}
 	shards := func() map[string]string { // name → resourceVersion
 		t.Helper()
 		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
@@ -367,6 +377,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 		t.Errorf("under churn wrote hashed %v and archive %v, journal %v; want no hashed shard, only the filling archive shard %s and one journal shard",
 			hashed, archived, journal(second), store.archive.filling)
 	}
+	sizesAsStored()
 
 	// An incident in the first, sealed archive shard opens again.
 	if store.archive.home[incs[20].ID].shard != "arch-a-0" {
@@ -423,6 +434,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if _, archived := written(third, fourth); len(archived) != 0 {
 		t.Errorf("expiry rewrote archive shards %v", archived)
 	}
+	sizesAsStored()
 	loadsExactly(kept)
 
 	// An open incident changes: journaled.
@@ -441,6 +453,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	// A store that loaded the ledger carries on: the next save keeps
 	// what is archived where it is.
 	again := NewConfigMapStore(typed, "default", "arch")
+	again.ReportSizes(func(sz ShardSizes) { reported = sz })
 	loaded, err := again.Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
 	if err != nil {
 		t.Fatal(err)
@@ -457,6 +470,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if _, archived := written(fourth, folded); len(archived) != 0 || len(journal(folded)) != 0 {
 		t.Errorf("the first save after a load wrote archive %v and left journal %v; want no archive shard written and the journal folded", archived, journal(folded))
 	}
+	sizesAsStored() // the archive's shards as loaded
 	loadsExactly(kept)
 	if err := again.Save(ctx, loaded); err != nil {
 		t.Fatal(err)

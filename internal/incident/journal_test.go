@@ -31,6 +31,15 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	store := NewConfigMapStore(typed, "default", "jrnl")
 	folds := 0
 	store.CountFolds(func() { folds++ })
+	var reported ShardSizes
+	store.ReportSizes(func(sz ShardSizes) { reported = sz })
+	// What the store reports of its shards is what the API server holds.
+	sizesAsStored := func() {
+		t.Helper()
+		if stored := storedSizes(t, client, "jrnl"); reported != stored {
+			t.Errorf("the store reports shards %+v, the API server holds %+v", reported, stored)
+		}
+	}
 	kinds := func() (hashed, journal map[string]string) { // name → resourceVersion
 		t.Helper()
 		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
@@ -73,6 +82,7 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if !maps.Equal(now, hashed) || len(journal) != 1 {
 		t.Fatalf("a change wrote hashed shards %v (were %v) and journal %v; want only a journal shard", now, hashed, journal)
 	}
+	sizesAsStored()
 	loadsExactly(incs)
 	// 200 more: the journal's first shard, holding incident 5's copy,
 	// fills and is sealed; still no hashed shard is written.
@@ -85,6 +95,7 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if now, journal = kinds(); !maps.Equal(now, hashed) || len(journal) < 2 || !store.journal.shards["jrnl-j-0"].sealed {
 		t.Fatalf("200 more changes wrote hashed shards %v (were %v) and journal %v; want only journal shards, jrnl-j-0 sealed", now, hashed, journal)
 	}
+	sizesAsStored()
 	loadsExactly(incs)
 
 	// Incident 5 leaves the ledger: its copy in the sealed journal shard
@@ -131,6 +142,7 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if folds < 2 { // the first save, and this one
 		t.Errorf("%d folds counted, want at least 2", folds)
 	}
+	sizesAsStored()
 	loadsExactly(incs)
 	// What the store remembers of its writes goes with the shards.
 	now, journal = kinds()
@@ -163,6 +175,28 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 		t.Fatal(err)
 	}
 	loadsExactly(incs)
+}
+
+// storedSizes counts ledger's shards of each kind in the API server, and
+// the bytes of their data.
+func storedSizes(t *testing.T, client kubernetes.Interface, ledger string) ShardSizes {
+	t.Helper()
+	list, err := client.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{LabelSelector: "herald.io/ledger=" + ledger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out ShardSizes
+	for _, cm := range list.Items {
+		size := &out.Hashed
+		if _, ok := fillAndSealNumber(ledger, "j", cm.Name); ok {
+			size = &out.Journal
+		} else if _, ok := fillAndSealNumber(ledger, "a", cm.Name); ok {
+			size = &out.Archive
+		}
+		size.Shards++
+		size.Bytes += len(cm.Data[dataKey])
+	}
+	return out
 }
 
 // loadsAs fails t unless a fresh store loads exactly incs from ledger
@@ -291,6 +325,62 @@ func ledgerJournalFoldInterrupted(t *testing.T, typed *kube.Client) {
 			loadsAs(t, typed, ledger, incs)
 		})
 	}
+}
+
+// ledgerHashedWriteLandsLate: a fold's write of a hashed shard whose
+// answer is lost, but which lands, leaves the shard holding what the
+// store did not see it accept. An incident that arrived in that write
+// and leaves the ledger afterwards must not come back once the journal,
+// with its tombstone, is folded — however the shard's incidents look by
+// then (here: as before the write, so nothing else makes the store
+// write it again).
+func ledgerHashedWriteLandsLate(t *testing.T, typed *kube.Client) {
+	ctx := context.Background()
+	store := NewConfigMapStore(typed, "default", "late")
+	incs := realisticIncidents(40)
+	a, b, comers := incs[0], incs[1], incs[2:]
+	// A is large, so that a small incident's change is journaled; B is
+	// larger, so that its arrival alone folds (it is written to the
+	// hashed shard, not the journal).
+	a.Facts["pad"] = strings.Repeat("a", 2000)
+	b.Facts["pad"] = strings.Repeat("b", 2500)
+	if err := store.Save(ctx, []Incident{a}); err != nil {
+		t.Fatal(err)
+	}
+	lostHashed := false
+	lost := shardIO{put: func(ctx context.Context, name, data string) error {
+		version := store.versions[name]
+		if err := store.put(ctx, name, data); err != nil {
+			return err
+		}
+		if _, journal := fillAndSealNumber("late", "j", name); !journal && !lostHashed {
+			lostHashed = true
+			store.versions[name] = version // as if no answer came
+			return errors.New("injected: the answer to the write was lost; the write landed")
+		}
+		return nil
+	}, del: store.delete}
+	if err := store.save(ctx, sharedOf([]Incident{a, b}), lost); err == nil || !lostHashed {
+		t.Fatalf("B's arrival: %v, hashed write lost: %v; want its hashed shard's write lost (the test does not test what it says)", err, lostHashed)
+	}
+	// B leaves; incidents come and go, each leaving a tombstone, until
+	// the journal is folded.
+	folds := store.folds
+	for i := 0; store.folds == folds; i++ {
+		if i == len(comers) {
+			t.Fatal("the journal was never folded")
+		}
+		if err := store.Save(ctx, []Incident{a}); err != nil {
+			t.Fatal(err)
+		}
+		if store.folds != folds {
+			break
+		}
+		if err := store.Save(ctx, []Incident{a, comers[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loadsAs(t, typed, "late", []Incident{a})
 }
 
 // loadsEither fails t unless a fresh store loads the incidents of after
