@@ -23,9 +23,26 @@ import (
 // outlives its incident is past the retention and dropped by the
 // tracker's next snapshot.
 
-// archiveShardBytes is where a filling archive shard is sealed: what a
-// flush rewrites at most for the archive.
-const archiveShardBytes = 128 << 10
+// Where a filling shard is sealed. A save rewrites the filling shard
+// whole, so the smaller shards are sealed the less each save sends (under
+// churn, most of what it sends); the more shards there are, the more
+// ConfigMaps the ledger keeps and deletes. A shard is sealed at a
+// sealsPerKind-th of what its kind holds, between minSealBytes and
+// maxSealBytes: an archive or journal of up to 4 MiB is kept in about 32
+// shards, a larger one in shards of 128 KiB. herald-bench's churn (100
+// crashes a second, 10,000 pods) sent 99 KB a write with every shard
+// sealed at 128 KiB (BenchmarkLedgerChurn: 86 KB a save).
+const (
+	minSealBytes = 16 << 10
+	maxSealBytes = 128 << 10
+	sealsPerKind = 32
+)
+
+// sealSize is where a filling shard of a kind holding holding bytes is
+// sealed.
+func sealSize(holding int) int {
+	return min(max(holding/sealsPerKind, minSealBytes), maxSealBytes)
+}
 
 // archivable: resolved with every delivery done.
 //
@@ -40,7 +57,8 @@ func archivable(inc *Incident) bool {
 // open incidents' changes: its shards fill and seal the same way.
 type archive struct {
 	// kind names its shards, <ledger>-<kind>-<n> ("a": the archive,
-	// "j": the journal); sealAt is where a filling shard is sealed.
+	// "j": the journal); sealAt is where a filling shard is sealed
+	// (sealSize, set before each save's entries join).
 	kind   string
 	sealAt int
 
@@ -72,7 +90,7 @@ type archiveEntry struct {
 	size int
 }
 
-func newArchive() *archive { return newFillAndSeal("a", archiveShardBytes) }
+func newArchive() *archive { return newFillAndSeal("a", maxSealBytes) }
 
 func newFillAndSeal(kind string, sealAt int) *archive {
 	return &archive{kind: kind, sealAt: sealAt, home: map[string]archived{}, shards: map[string]*archiveShard{}}

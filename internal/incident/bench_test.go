@@ -135,3 +135,57 @@ func BenchmarkLedgerStorm(b *testing.B) {
 	b.ReportMetric(float64(sent)/float64(b.N), "sent-B/save")
 	b.ReportMetric(float64(len(store.written)), "shards")
 }
+
+// BenchmarkLedgerChurn is the ledger's writes under the churn
+// herald-bench makes: three saves a second (the ledger lag gate's pace
+// at 100 notifications a second), and between two of them 16 crashes
+// fire and the 16 of the save before resolve, their deliveries done;
+// resolved incidents are kept a minute. Few incidents are open: what a
+// save sends is the journal's and the archive's filling shards. It
+// reports the bytes a save sends, measured once the archive is as large
+// as the retention keeps it.
+func BenchmarkLedgerChurn(b *testing.B) {
+	const perSave = 16
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	tr := NewTracker(Options{Now: clock.now, Retention: time.Minute})
+	store := NewConfigMapStore(nil, "default", "herald-ledger")
+	var sent int
+	io := nowhere(&sent)
+	next := 0
+	deliver := func(notes []Notification) {
+		for _, n := range notes {
+			for _, sink := range n.Incident.Sinks {
+				tr.Delivered(n, sink)
+			}
+		}
+	}
+	save := func() {
+		for i := next - perSave; i < next; i++ { // the last save's crashes recover
+			if i >= 0 {
+				resolved, _ := tr.Reconcile(fmt.Sprintf("Pod/shop/c-%d", i), nil)
+				deliver(resolved)
+			}
+		}
+		for range perSave {
+			fired, _ := tr.Reconcile(fmt.Sprintf("Pod/shop/c-%d", next), []rules.Finding{podFinding(fmt.Sprintf("c-%d", next), 1)})
+			deliver(fired)
+			next++
+		}
+		clock.t = clock.t.Add(time.Second / 3)
+		incs, _ := tr.SharedSnapshot()
+		if err := store.save(context.Background(), incs, io); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 400 { // past the retention: the archive stops growing
+		save()
+	}
+	sent = 0
+	b.ReportAllocs()
+	for b.Loop() {
+		save()
+	}
+	b.ReportMetric(float64(sent)/float64(b.N), "sent-B/save")
+	sz := store.sizes()
+	b.ReportMetric(float64(sz.Journal.Shards+sz.Archive.Shards), "fill-shards")
+}

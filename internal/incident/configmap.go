@@ -249,6 +249,7 @@ func (s *ConfigMapStore) layout(incs []*Incident) ([]*encodedIncident, map[strin
 		return nil, nil, err
 	}
 	live := make([]int, 0, len(incs))
+	s.archive.sealAt = sealSize(s.archive.bytes())
 	for i := range incs {
 		if archivable(incs[i]) {
 			s.archive.keep(s.name, incs[i].ID, encoded[i].rev, len(encoded[i].json))

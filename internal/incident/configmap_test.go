@@ -360,6 +360,11 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if len(archives) < 3 || len(first) != len(archives)+1 {
 		t.Fatalf("shards %v: want one hashed shard and at least 3 archive shards for 990 resolved incidents", first)
 	}
+	// Sealed small while the archive is small (it was empty): a save
+	// rewrites the filling one.
+	if most := largestShard(t, client, "arch", "a"); most > minSealBytes+2<<10 {
+		t.Errorf("an archive shard of %d bytes, in an archive that was empty: want it sealed at %d", most, minSealBytes)
+	}
 	loadsExactly(incs)
 
 	// Churn: an open incident changes, a new one resolves.
@@ -514,5 +519,18 @@ func ledgerLastEpoch(t *testing.T, typed *kube.Client) {
 	err := store.Claim(ctx)
 	if err == nil || !strings.Contains(err.Error(), "last epoch") || !strings.Contains(err.Error(), "kubectl delete configmap -n default last-epoch-claim") {
 		t.Fatalf("claiming after the last epoch: %v (epoch %d)", err, store.Epoch())
+	}
+}
+
+// TestSealSize: a filling shard is sealed at a 32nd of what its kind
+// holds, never under 16 KiB (a shard per few saves) nor over 128 KiB
+// (what a save rewrites at most).
+func TestSealSize(t *testing.T) {
+	for _, c := range []struct{ holding, want int }{
+		{0, 16 << 10}, {100 << 10, 16 << 10}, {1 << 20, 32 << 10}, {4 << 20, 128 << 10}, {100 << 20, 128 << 10},
+	} {
+		if got := sealSize(c.holding); got != c.want {
+			t.Errorf("sealSize(%d) = %d, want %d", c.holding, got, c.want)
+		}
 	}
 }

@@ -43,11 +43,7 @@ import (
 // incident resolved long ago, and deletes the journal at its first
 // write.
 
-// journalShardBytes is where a filling journal shard is sealed: the
-// most a save writes for the journal, besides compactions.
-const journalShardBytes = 128 << 10
-
-func newJournal() *archive { return newFillAndSeal("j", journalShardBytes) }
+func newJournal() *archive { return newFillAndSeal("j", maxSealBytes) }
 
 // journalOrWrite decides, for each hashed shard whose incidents changed
 // since it was written, whether the changes go to the journal or the
@@ -92,6 +88,9 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		}
 		return writeNow, true
 	}
+	// Its shards are sealed at a 32nd of what it holds when it is
+	// folded: a fold deletes about 32 of them (sealSize).
+	s.journal.sealAt = sealSize(liveBytes / 2)
 	for _, c := range dirty {
 		sh := shards[c.name]
 		for _, j := range c.changed {

@@ -96,6 +96,11 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 		t.Fatalf("200 more changes wrote hashed shards %v (were %v) and journal %v; want only journal shards, jrnl-j-0 sealed", now, hashed, journal)
 	}
 	sizesAsStored()
+	// Each sealed at a 32nd of the journal's size at its fold (half the
+	// open incidents'), not larger: a save rewrites the filling one.
+	if most, seal := largestShard(t, client, "jrnl", "j"), max(reported.Hashed.Bytes/2/32, minSealBytes); most > seal+2<<10 {
+		t.Errorf("a journal shard of %d bytes, sealed at %d", most, seal)
+	}
 	loadsExactly(incs)
 
 	// Incident 5 leaves the ledger: its copy in the sealed journal shard
@@ -197,6 +202,23 @@ func storedSizes(t *testing.T, client kubernetes.Interface, ledger string) Shard
 		size.Bytes += len(cm.Data[dataKey])
 	}
 	return out
+}
+
+// largestShard is the largest data of ledger's shards of kind ("a",
+// "j").
+func largestShard(t *testing.T, client kubernetes.Interface, ledger, kind string) int {
+	t.Helper()
+	list, err := client.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{LabelSelector: "herald.io/ledger=" + ledger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for _, cm := range list.Items {
+		if _, ok := fillAndSealNumber(ledger, kind, cm.Name); ok {
+			most = max(most, len(cm.Data[dataKey]))
+		}
+	}
+	return most
 }
 
 // loadsAs fails t unless a fresh store loads exactly incs from ledger
