@@ -44,7 +44,7 @@ func newLedgerStore(restCfg *rest.Config, namespace, name string, reg prometheus
 	reg.MustRegister(written)
 	ledger.CountBytes(func(n int) { written.Add(float64(n)) })
 	folds := prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_ledger_journal_folds_total",
-		Help: "Times this replica folded the ledger's journal into its shards (at its first write as leader, then whenever the journal reaches half the open incidents' bytes)."})
+		Help: "Times this replica folded the ledger's journal into its shards (at its first write as leader, then whenever the journal reaches half the hashed shards' bytes)."})
 	reg.MustRegister(folds)
 	ledger.CountFolds(folds.Inc)
 	shards := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_ledger_shards",

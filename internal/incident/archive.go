@@ -166,8 +166,11 @@ func (a *archive) keep(ledger, id string, rev uint64, size int) {
 		a.forget(id)
 	}
 	if a.filling == "" || a.shards[a.filling].size+size+1 > a.sealAt && len(a.shards[a.filling].entries) > 0 {
-		if a.filling != "" {
-			a.shards[a.filling].sealed = true // written once more if dirty, then left alone
+		if f := a.shards[a.filling]; f != nil {
+			f.sealed = true // written once more if dirty, then left alone
+			if !f.dirty {
+				f.entries = nil // written as it is: never again
+			}
 		}
 		a.filling = a.shardName(ledger, a.next)
 		a.next++

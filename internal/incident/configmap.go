@@ -188,8 +188,10 @@ func (s *ConfigMapStore) save(ctx context.Context, incs []*Incident, io shardIO)
 		if s.written[name] != data {
 			if err := io.put(ctx, name, data); err != nil {
 				// What it holds is unknown now (the write may land
-				// late): the next save folds and writes it again.
-				delete(s.written, name)
+				// late): the next save folds and writes it again —
+				// or, if the shard count changes, deletes it ("" is
+				// no shard's data).
+				s.written[name] = ""
 				delete(s.holds, name)
 				return err
 			}
@@ -248,8 +250,18 @@ func (s *ConfigMapStore) layout(incs []*Incident) ([]*encodedIncident, map[strin
 	if err != nil {
 		return nil, nil, err
 	}
+	// The archive's shards are sealed at a 32nd of what it holds after
+	// this save (sealSize): a save that archives a storm's incidents
+	// does not cut them into the small shards of an archive that was
+	// small.
+	holding := 0
+	for i := range incs {
+		if archivable(incs[i]) {
+			holding += len(encoded[i].json) + 1
+		}
+	}
+	s.archive.sealAt = sealSize(holding)
 	live := make([]int, 0, len(incs))
-	s.archive.sealAt = sealSize(s.archive.bytes())
 	for i := range incs {
 		if archivable(incs[i]) {
 			s.archive.keep(s.name, incs[i].ID, encoded[i].rev, len(encoded[i].json))
@@ -336,12 +348,24 @@ func (s *ConfigMapStore) encode(incs []*Incident) ([]*encodedIncident, error) {
 		e.seen = s.calls
 		encoded[i] = e
 	}
+	var gone []string
+	goneBytes := 0
 	for id, e := range s.encoded {
 		if e.seen != s.calls {
 			delete(s.encoded, id) // gone from the ledger
 			s.archive.forget(id)
-			s.tombstone(id, e.fp)
+			s.tombstones[id] = tombstoneOf(id, e.fp)
+			goneBytes += len(s.tombstones[id]) + 1
+			gone = append(gone, id)
 		}
+	}
+	// A storm's incidents expiring together leave thousands of
+	// tombstones in one save: the journal's shards are sealed to fit
+	// them, not at the 16 KiB of a journal of few open incidents.
+	s.journal.sealAt = max(s.journal.sealAt, sealSize(goneBytes))
+	for _, id := range gone {
+		s.journal.forget(id)
+		s.journal.keep(s.name, id, tombstoneRev, len(s.tombstones[id]))
 	}
 	return encoded, nil
 }

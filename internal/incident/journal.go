@@ -112,19 +112,18 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 // incident's, so an incident of that ID back in the ledger replaces it.
 const tombstoneRev = math.MaxUint64
 
-// tombstone records in the journal that the incident id left the
-// ledger: its copies in hashed, journal and archive shards stay until
-// the next fold, and must not come back on load.
-func (s *ConfigMapStore) tombstone(id, fingerprint string) {
-	s.journal.forget(id)
+// tombstoneOf is the journal's record that the incident id left the
+// ledger (encode keeps it in the journal): its copies in hashed, journal
+// and archive shards stay until the next fold, and must not come back
+// on load.
+func tombstoneOf(id, fingerprint string) []byte {
 	// Resolved long ago, for a reader older than the journal: it drops
 	// the incident as past its retention.
 	b, err := json.Marshal(Incident{ID: id, Fingerprint: fingerprint, Gone: true, ResolvedAt: time.Unix(1, 0).UTC()})
 	if err != nil {
 		panic(err) // an Incident of strings and a time always encodes
 	}
-	s.tombstones[id] = b
-	s.journal.keep(s.name, id, tombstoneRev, len(b))
+	return b
 }
 
 // compact makes every copy in the journal stale, tombstones included:
