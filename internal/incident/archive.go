@@ -58,7 +58,8 @@ func archivable(inc *Incident) bool {
 type archive struct {
 	// kind names its shards, <ledger>-<kind>-<n> ("a": the archive,
 	// "j": the journal); sealAt is where a filling shard is sealed
-	// (sealSize, set before each save's entries join).
+	// (sealSize: set by each save for what the kind holds, and raised
+	// for a burst of tombstones).
 	kind   string
 	sealAt int
 

@@ -487,23 +487,28 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	fourth = shards()
 
 	// An archive shard that cannot be read is reported, and deleted at
-	// the next save rather than left behind for ever.
-	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "arch-a-99", Namespace: "default",
-		Labels: map[string]string{ledgerLabel: ledgerValue, "herald.io/ledger": "arch"}}, Data: map[string]string{dataKey: "[{not json"}}
-	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, bad, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	// the next save rather than left behind for ever; so is a hashed
+	// shard of a shard count the ledger no longer has.
+	for _, name := range []string{"arch-a-99", "arch-4-3"} {
+		bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			Labels: map[string]string{ledgerLabel: ledgerValue, "herald.io/ledger": "arch"}}, Data: map[string]string{dataKey: "[{not json"}}
+		if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	warned := 0
 	afterBad := NewConfigMapStore(typed, "default", "arch")
 	loaded, err = afterBad.Load(ctx, func(string, ...any) { warned++ })
-	if err != nil || warned != 1 || len(loaded) != len(kept) {
-		t.Fatalf("loading beside an unreadable archive shard: %d incidents, %d warnings, %v; want %d, 1", len(loaded), warned, err, len(kept))
+	if err != nil || warned != 2 || len(loaded) != len(kept) {
+		t.Fatalf("loading beside two unreadable shards: %d incidents, %d warnings, %v; want %d, 2", len(loaded), warned, err, len(kept))
 	}
 	if err := afterBad.Save(ctx, loaded); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := shards()["arch-a-99"]; ok {
-		t.Error("the unreadable archive shard is still there after a save")
+	for _, name := range []string{"arch-a-99", "arch-4-3"} {
+		if _, ok := shards()[name]; ok {
+			t.Errorf("the unreadable shard %s is still there after a save", name)
+		}
 	}
 }
 

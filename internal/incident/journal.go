@@ -78,6 +78,10 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		dirty = append(dirty, c)
 	}
 	defer clear(s.returned)
+	// The journal's shards are sealed at a 32nd of what it holds when it
+	// is folded: a fold deletes about 32 of them (sealSize). Set on a
+	// fold too: the next save's tombstones start from it.
+	s.journal.sealAt = sealSize(liveBytes / 2)
 	// Fold when the journal, with this save's changes, would hold half
 	// the open incidents' bytes — and there is something to fold.
 	journalBytes := s.journal.bytes()
@@ -88,9 +92,6 @@ func (s *ConfigMapStore) journalOrWrite(encoded []*encodedIncident, shards map[s
 		}
 		return writeNow, true
 	}
-	// Its shards are sealed at a 32nd of what it holds when it is
-	// folded: a fold deletes about 32 of them (sealSize).
-	s.journal.sealAt = sealSize(liveBytes / 2)
 	for _, c := range dirty {
 		sh := shards[c.name]
 		for _, j := range c.changed {

@@ -417,16 +417,18 @@ func ledgerLostWriteThenReshard(t *testing.T, client kubernetes.Interface, typed
 	if err := store.Save(ctx, []Incident{a}); err != nil {
 		t.Fatal(err)
 	}
+	var lostName string
 	lost := shardIO{put: func(ctx context.Context, name, data string) error {
 		version := store.versions[name]
 		if err := store.put(ctx, name, data); err != nil {
 			return err
 		}
 		store.versions[name] = version // as if no answer came
+		lostName = name
 		return errors.New("injected: the answer to the write was lost; the write landed")
 	}, del: store.delete}
-	if err := store.save(ctx, sharedOf([]Incident{a, b}), lost); err == nil {
-		t.Fatal("B's arrival: want the injected failure")
+	if err := store.save(ctx, sharedOf([]Incident{a, b}), lost); err == nil || lostName != "reshard-1-0" {
+		t.Fatalf("B's arrival: %v, lost the write of %q; want reshard-1-0's lost (the test does not test what it says)", err, lostName)
 	}
 	// B leaves and 998 others arrive: two hashed shards, reshard-1-0 no
 	// longer one of them.

@@ -88,6 +88,9 @@ func (s *ConfigMapStore) Load(ctx context.Context, warn func(string, ...any)) ([
 		incs, skipped, err := decodeShard(cm.Data[dataKey])
 		if err != nil {
 			warn("ledger ConfigMap is unreadable; its incidents will be treated as new", "configmap", s.namespace+"/"+cm.Name, "error", err)
+			if !isArchive && !isJournal {
+				s.written[cm.Name] = "" // rewritten, or deleted if the shard count is another
+			}
 			continue
 		}
 		if skipped > 0 {
