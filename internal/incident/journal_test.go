@@ -358,7 +358,7 @@ func ledgerJournalFoldInterrupted(t *testing.T, typed *kube.Client) {
 // write it again).
 func ledgerHashedWriteLandsLate(t *testing.T, typed *kube.Client) {
 	ctx := context.Background()
-	store := NewConfigMapStore(typed, "default", "late")
+	store := NewConfigMapStore(typed, "default", "landed")
 	incs := realisticIncidents(2)
 	a, b := incs[0], incs[1]
 	// A is small, so that B's tombstone alone folds the journal; B is
@@ -382,7 +382,7 @@ func ledgerHashedWriteLandsLate(t *testing.T, typed *kube.Client) {
 		if err := store.put(ctx, name, data); err != nil {
 			return err
 		}
-		if _, journal := fillAndSealNumber("late", "j", name); !journal && !lostHashed {
+		if _, journal := fillAndSealNumber("landed", "j", name); !journal && !lostHashed {
 			lostHashed = true
 			store.versions[name] = version // as if no answer came
 			return errors.New("injected: the answer to the write was lost; the write landed")
@@ -401,7 +401,7 @@ func ledgerHashedWriteLandsLate(t *testing.T, typed *kube.Client) {
 	if store.folds == folds {
 		t.Fatal("B leaving did not fold the journal: the test does not test what it says")
 	}
-	loadsAs(t, typed, "late", []Incident{a})
+	loadsAs(t, typed, "landed", []Incident{a})
 }
 
 // ledgerLostWriteThenReshard: a hashed shard whose write's answer was
