@@ -101,34 +101,6 @@ func (s *ConfigMapStore) CountBytes(f func(n int)) { s.putBytes = f }
 // (herald_ledger_journal_folds_total; journal.go). Call before Save.
 func (s *ConfigMapStore) CountFolds(f func()) { s.folded = f }
 
-// ShardSizes is what the ledger's shards of one kind hold after a save:
-// how many there are and the bytes of their data, as last written.
-type ShardSizes struct {
-	Hashed, Journal, Archive ShardSize
-}
-
-// ShardSize counts the shards of one kind and their data's bytes.
-type ShardSize struct{ Shards, Bytes int }
-
-// ReportSizes makes the store tell f, after every save that completes,
-// how many shards of each kind the ledger has and their bytes
-// (herald_ledger_shards, herald_ledger_shard_bytes): what it keeps in
-// etcd, and how far the journal has grown towards its next fold. Call
-// before Save.
-func (s *ConfigMapStore) ReportSizes(f func(ShardSizes)) { s.sized = f }
-
-// sizes is what the ledger's shards hold now.
-func (s *ConfigMapStore) sizes() ShardSizes {
-	var out ShardSizes
-	for _, data := range s.written {
-		out.Hashed.Shards++
-		out.Hashed.Bytes += len(data)
-	}
-	out.Journal = ShardSize{len(s.journal.shards), s.journal.dataBytes()}
-	out.Archive = ShardSize{len(s.archive.shards), s.archive.dataBytes()}
-	return out
-}
-
 // NewConfigMapStore makes a store; nothing is read until Load.
 func NewConfigMapStore(client *kube.Client, namespace, name string) *ConfigMapStore {
 	return &ConfigMapStore{client: client, namespace: namespace, name: name, token: rand.Text(), versions: map[string]string{}, unsureDeletes: map[string]bool{}, recent: map[string][][sha256.Size]byte{},

@@ -273,15 +273,7 @@ func ledgerSizeBound(t *testing.T, client kubernetes.Interface, typed *kube.Clie
 func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client) {
 	ctx := context.Background()
 	store := NewConfigMapStore(typed, "default", "arch")
-	var reported ShardSizes
-	store.ReportSizes(func(sz ShardSizes) { reported = sz })
-	// What a store reports of its shards is what the API server holds.
-	sizesAsStored := func() {
-		t.Helper()
-		if stored := storedSizes(t, client, "arch"); reported != stored {
-			t.Errorf("the store reports shards %+v, the API server holds %+v", reported, stored)
-		}
-	}
+	sizes := watchSizes(t, client, "arch", store)
 	shards := func() map[string]string { // name → resourceVersion
 		t.Helper()
 		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
@@ -363,8 +355,8 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	}
 	// Sealed at a 32nd of what the archive holds (at least 16 KiB): a
 	// save rewrites the filling one.
-	if most, seal := largestShard(t, client, "arch", "a"), max(reported.Archive.Bytes/32, minSealBytes); most > seal+2<<10 {
-		t.Errorf("an archive shard of %d bytes in an archive of %d: want it sealed at %d", most, reported.Archive.Bytes, seal)
+	if most, seal := largestShard(t, client, "arch", "a"), max(sizes.last.Archive.Bytes/32, minSealBytes); most > seal+2<<10 {
+		t.Errorf("an archive shard of %d bytes in an archive of %d: want it sealed at %d", most, sizes.last.Archive.Bytes, seal)
 	}
 	loadsExactly(incs)
 
@@ -383,7 +375,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 		t.Errorf("under churn wrote hashed %v and archive %v, journal %v; want no hashed shard, only the filling archive shard %s and one journal shard",
 			hashed, archived, journal(second), store.archive.filling)
 	}
-	sizesAsStored()
+	sizes.check()
 
 	// An incident in the first, sealed archive shard opens again.
 	if store.archive.home[incs[20].ID].shard != "arch-a-0" {
@@ -440,7 +432,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if _, archived := written(third, fourth); len(archived) != 0 {
 		t.Errorf("expiry rewrote archive shards %v", archived)
 	}
-	sizesAsStored()
+	sizes.check()
 	loadsExactly(kept)
 
 	// An open incident changes: journaled.
@@ -459,7 +451,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	// A store that loaded the ledger carries on: the next save keeps
 	// what is archived where it is.
 	again := NewConfigMapStore(typed, "default", "arch")
-	again.ReportSizes(func(sz ShardSizes) { reported = sz })
+	sizes.of(again)
 	loaded, err := again.Load(ctx, func(msg string, args ...any) { t.Errorf("warning: %s %v", msg, args) })
 	if err != nil {
 		t.Fatal(err)
@@ -476,7 +468,7 @@ func ledgerArchive(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if _, archived := written(fourth, folded); len(archived) != 0 || len(journal(folded)) != 0 {
 		t.Errorf("the first save after a load wrote archive %v and left journal %v; want no archive shard written and the journal folded", archived, journal(folded))
 	}
-	sizesAsStored() // the archive's shards as loaded
+	sizes.check() // the archive's shards as loaded
 	loadsExactly(kept)
 	if err := again.Save(ctx, loaded); err != nil {
 		t.Fatal(err)

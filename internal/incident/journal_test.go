@@ -31,15 +31,7 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	store := NewConfigMapStore(typed, "default", "jrnl")
 	folds := 0
 	store.CountFolds(func() { folds++ })
-	var reported ShardSizes
-	store.ReportSizes(func(sz ShardSizes) { reported = sz })
-	// What the store reports of its shards is what the API server holds.
-	sizesAsStored := func() {
-		t.Helper()
-		if stored := storedSizes(t, client, "jrnl"); reported != stored {
-			t.Errorf("the store reports shards %+v, the API server holds %+v", reported, stored)
-		}
-	}
+	sizes := watchSizes(t, client, "jrnl", store)
 	kinds := func() (hashed, journal map[string]string) { // name → resourceVersion
 		t.Helper()
 		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: store.selector()})
@@ -82,7 +74,7 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if !maps.Equal(now, hashed) || len(journal) != 1 {
 		t.Fatalf("a change wrote hashed shards %v (were %v) and journal %v; want only a journal shard", now, hashed, journal)
 	}
-	sizesAsStored()
+	sizes.check()
 	loadsExactly(incs)
 	// 200 more: the journal's first shard, holding incident 5's copy,
 	// fills and is sealed; still no hashed shard is written.
@@ -95,10 +87,10 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if now, journal = kinds(); !maps.Equal(now, hashed) || len(journal) < 2 || !store.journal.shards["jrnl-j-0"].sealed {
 		t.Fatalf("200 more changes wrote hashed shards %v (were %v) and journal %v; want only journal shards, jrnl-j-0 sealed", now, hashed, journal)
 	}
-	sizesAsStored()
+	sizes.check()
 	// Each sealed at a 32nd of the journal's size at its fold (half the
 	// open incidents'), not larger: a save rewrites the filling one.
-	if most, seal := largestShard(t, client, "jrnl", "j"), max(reported.Hashed.Bytes/2/32, minSealBytes); most > seal+2<<10 {
+	if most, seal := largestShard(t, client, "jrnl", "j"), max(sizes.last.Hashed.Bytes/2/32, minSealBytes); most > seal+2<<10 {
 		t.Errorf("a journal shard of %d bytes, sealed at %d", most, seal)
 	}
 	loadsExactly(incs)
@@ -147,7 +139,7 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 	if folds < 2 { // the first save, and this one
 		t.Errorf("%d folds counted, want at least 2", folds)
 	}
-	sizesAsStored()
+	sizes.check()
 	loadsExactly(incs)
 	// What the store remembers of its writes goes with the shards.
 	now, journal = kinds()
@@ -180,6 +172,33 @@ func ledgerJournal(t *testing.T, client kubernetes.Interface, typed *kube.Client
 		t.Fatal(err)
 	}
 	loadsExactly(incs)
+}
+
+// sizeWatch keeps what stores of one ledger last reported of its size
+// (ReportSizes), to check against what the API server holds.
+type sizeWatch struct {
+	t      *testing.T
+	client kubernetes.Interface
+	ledger string
+	last   ShardSizes
+}
+
+func watchSizes(t *testing.T, client kubernetes.Interface, ledger string, store *ConfigMapStore) *sizeWatch {
+	w := &sizeWatch{t: t, client: client, ledger: ledger}
+	w.of(store)
+	return w
+}
+
+// of makes store report to w too.
+func (w *sizeWatch) of(store *ConfigMapStore) { store.ReportSizes(func(sz ShardSizes) { w.last = sz }) }
+
+// check fails the test unless what was last reported is what the API
+// server holds.
+func (w *sizeWatch) check() {
+	w.t.Helper()
+	if stored := storedSizes(w.t, w.client, w.ledger); w.last != stored {
+		w.t.Errorf("the store reports shards %+v, the API server holds %+v", w.last, stored)
+	}
 }
 
 // storedSizes counts ledger's shards of each kind in the API server, and

@@ -142,3 +142,22 @@ func TestSealedShardNotRewritten(t *testing.T) {
 		t.Error("the sealed shard sealed-a-0 was written again")
 	}
 }
+
+// TestJournalSealAfterFold: a fold sets the journal's seal for what the
+// ledger holds, so that the tombstones of the next save are not sealed
+// at the last journaling save's size (or at 128 KiB after a load).
+func TestJournalSealAfterFold(t *testing.T) {
+	store := NewConfigMapStore(nil, "default", "afterfold")
+	incs := realisticIncidents(100) // about 70 KB open: sealed at 16 KiB
+	_, io := recording()
+	if err := store.save(context.Background(), sharedOf(incs), io); err != nil { // the first save folds
+		t.Fatal(err)
+	}
+	rec, io := recording()
+	if err := store.save(context.Background(), sharedOf(incs[:40]), io); err != nil { // 60 leave
+		t.Fatal(err)
+	}
+	if n, most := rec.of("afterfold", "j"); n == 0 || most > minSealBytes+1<<10 {
+		t.Errorf("60 tombstones written in %d journal shards of at most %d bytes: want them sealed at 16 KiB", n, most)
+	}
+}
