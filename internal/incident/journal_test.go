@@ -201,43 +201,57 @@ func (w *sizeWatch) check() {
 	}
 }
 
-// storedSizes counts ledger's shards of each kind in the API server, and
-// the bytes of their data.
-func storedSizes(t *testing.T, client kubernetes.Interface, ledger string) ShardSizes {
+// storedShards is the length of the data of each of ledger's shards in
+// the API server, by name.
+func storedShards(t *testing.T, client kubernetes.Interface, ledger string) map[string]int {
 	t.Helper()
 	list, err := client.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{LabelSelector: "herald.io/ledger=" + ledger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out ShardSizes
+	out := map[string]int{}
 	for _, cm := range list.Items {
-		size := &out.Hashed
-		if _, ok := fillAndSealNumber(ledger, "j", cm.Name); ok {
-			size = &out.Journal
-		} else if _, ok := fillAndSealNumber(ledger, "a", cm.Name); ok {
-			size = &out.Archive
+		out[cm.Name] = len(cm.Data[dataKey])
+	}
+	return out
+}
+
+// storedSizes counts ledger's shards of each kind in the API server, and
+// the bytes of their data.
+func storedSizes(t *testing.T, client kubernetes.Interface, ledger string) ShardSizes {
+	t.Helper()
+	var out ShardSizes
+	for name, size := range storedShards(t, client, ledger) {
+		kind := &out.Hashed
+		if _, ok := fillAndSealNumber(ledger, "j", name); ok {
+			kind = &out.Journal
+		} else if _, ok := fillAndSealNumber(ledger, "a", name); ok {
+			kind = &out.Archive
 		}
-		size.Shards++
-		size.Bytes += len(cm.Data[dataKey])
+		kind.Shards++
+		kind.Bytes += size
 	}
 	return out
 }
 
 // largestShard is the largest data of ledger's shards of kind ("a",
-// "j").
+// "j") in the API server.
 func largestShard(t *testing.T, client kubernetes.Interface, ledger, kind string) int {
 	t.Helper()
-	list, err := client.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{LabelSelector: "herald.io/ledger=" + ledger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	most := 0
-	for _, cm := range list.Items {
-		if _, ok := fillAndSealNumber(ledger, kind, cm.Name); ok {
-			most = max(most, len(cm.Data[dataKey]))
+	_, most := ofKind(ledger, kind, storedShards(t, client, ledger))
+	return most
+}
+
+// ofKind counts ledger's shards of kind ("a", "j") among shards (name →
+// data length), and gives the largest's length.
+func ofKind(ledger, kind string, shards map[string]int) (n, most int) {
+	for name, size := range shards {
+		if _, ok := fillAndSealNumber(ledger, kind, name); ok {
+			n++
+			most = max(most, size)
 		}
 	}
-	return most
+	return n, most
 }
 
 // loadsAs fails t unless a fresh store loads exactly incs from ledger

@@ -38,16 +38,9 @@ func recording() (*recorded, shardIO) {
 	}
 }
 
-// of counts the shards of kind ("a", "j") written.
-func (r *recorded) of(ledger, kind string) (n, most int) {
-	for name, size := range r.bytes {
-		if _, ok := fillAndSealNumber(ledger, kind, name); ok {
-			n++
-			most = max(most, size)
-		}
-	}
-	return n, most
-}
+// of counts the shards of kind ("a", "j") written, and gives the
+// largest's length.
+func (r *recorded) of(ledger, kind string) (n, most int) { return ofKind(ledger, kind, r.bytes) }
 
 func resolvedIncidents(n int) []Incident {
 	incs := realisticIncidents(n)
