@@ -70,6 +70,27 @@ func TestOnControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Where the API server cannot stream a first list, the ConfigMaps'
+	// and Secrets' metadata are listed in pages: asked at
+	// resourceVersion "0" with a page size, as client-go's reflector
+	// asks, the answer is a page, not every object at once.
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "second-config", Namespace: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "second-secret", Namespace: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"ConfigMap", "Secret"} {
+		lw := objectListWatch(meta.Resource(objectResources[kind]))
+		first, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page := first.(*metav1.PartialObjectMetadataList); len(page.Items) != 1 || page.Continue == "" {
+			t.Errorf("a first list of %ss at resourceVersion 0, 1 a page: %d items, continue %q; want a page of 1 and more to come", kind, len(page.Items), page.Continue)
+		}
+	}
+
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	w := watcher.New(watcher.Clients{Builtin: typed}, 0, logger)
 	// As herald runs when no rule reads workloads whole: the cache drops

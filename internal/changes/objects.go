@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/herald-k8s/herald/internal/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,15 +59,7 @@ var objectResources = map[string]schema.GroupVersionResource{
 // informer's own cache (which it needs to tell updates from adds) holds
 // next to nothing.
 func (c *Changes) objectInformer(client metadata.Interface, kind string) (cache.SharedIndexInformer, error) {
-	res := client.Resource(objectResources[kind])
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return res.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return res.Watch(ctx, opts)
-		},
-	}
+	lw := objectListWatch(client.Resource(objectResources[kind]))
 	inf := cache.NewSharedIndexInformerWithOptions(lw, &metav1.PartialObjectMetadata{}, cache.SharedIndexInformerOptions{})
 	err := inf.SetTransform(func(obj any) (any, error) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
@@ -88,6 +81,21 @@ func (c *Changes) objectInformer(client metadata.Interface, kind string) (cache.
 		}
 	}})
 	return inf, err
+}
+
+// objectListWatch lists and watches res's metadata. Where the API
+// server cannot stream the first list, it is asked for in pages
+// (kube.InPages): asked at resourceVersion "0", a large cluster's
+// ConfigMaps or Secrets would come whole in one answer.
+func objectListWatch(res metadata.ResourceInterface) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return res.List(ctx, kube.InPages(opts))
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return res.Watch(ctx, opts)
+		},
+	}
 }
 
 // strip keeps of an object what its informer needs to tell an update
